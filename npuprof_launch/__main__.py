@@ -1,0 +1,7 @@
+"""``python -m npuprof_launch`` is ``npuprof-run``."""
+
+import sys
+
+from npuprof_launch.cli import main
+
+sys.exit(main())

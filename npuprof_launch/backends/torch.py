@@ -1,0 +1,65 @@
+"""torch.profiler on CPU and CUDA, with the same options as the NPU backend."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+
+from npuprof_launch import naming, status
+
+
+class TorchBackend:
+    name = "torch"
+
+    def __init__(self, note_warning) -> None:
+        self.note_warning = note_warning
+
+    def activities(self, config, profiler_module, cuda_available: bool) -> list:
+        activity = profiler_module.ProfilerActivity
+        wanted = config.activities
+        if wanted is None:
+            wanted = ("cpu", "cuda") if cuda_available else ("cpu",)
+        chosen = []
+        for name in wanted:
+            if name == "cpu":
+                chosen.append(activity.CPU)
+            elif name == "cuda" and cuda_available:
+                chosen.append(activity.CUDA)
+            else:
+                self.note_warning(f"--activities {name}: not available to the torch backend here; left out")
+        return chosen or [activity.CPU]
+
+    def build(self, config, on_trace_ready):
+        import torch
+        import torch.profiler as profiler_module
+
+        for name in ("level", "export-type", "aic-metrics"):
+            option_value = config.get(name)
+            default = {"level": "level0", "export-type": ("text",), "aic-metrics": "AiCoreNone"}[name]
+            if option_value != default:
+                self.note_warning(f"--{name} applies to the npu backend only; the torch backend ignores it")
+        with warnings.catch_warnings():
+            # torch warns on every schedule without warmup; warmup 0 is our documented default.
+            warnings.filterwarnings("ignore", message=".*warmup.*")
+            schedule = profiler_module.schedule(
+                wait=config.wait, warmup=config.warmup, active=config.active, repeat=config.repeat, skip_first=0
+            )
+        return profiler_module.profile(
+            activities=self.activities(config, profiler_module, torch.cuda.is_available()),
+            schedule=schedule,
+            on_trace_ready=on_trace_ready,
+            record_shapes=config.record_shapes,
+            profile_memory=config.profile_memory,
+            with_stack=config.with_stack,
+            with_flops=config.with_flops,
+            with_modules=config.with_modules,
+        )
+
+    def export(self, prof, output_dir: str, worker: str) -> list[str]:
+        """Write one window as a Chrome trace named like tensorboard_trace_handler's files."""
+        status.make_dirs(output_dir)
+        path = os.path.join(output_dir, naming.torch_trace_name(worker, time.time_ns()))
+        prof.export_chrome_trace(path)
+        status.restrict(path)
+        return [path]

@@ -1,0 +1,234 @@
+"""``npuprof-run``: prepare the environment, run the job as given, report what was collected.
+
+The launcher never profiles anything itself. It resolves the options (flags over ``NPU_PROF_*``
+variables over defaults, all from the one table in options.py), refuses a bad configuration
+before starting (exit 2), runs the command as an argument vector (no shell) with the hook
+directory first on ``PYTHONPATH``, forwards SIGTERM/SIGHUP/SIGUSR1/SIGUSR2, and exits with the
+job's status (128+N when it died of signal N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import npuprof_launch
+from npuprof_launch import options, report, session
+
+HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(npuprof_launch.__file__)), "sitecustomize_pkg")
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+USAGE_ERROR = 2
+
+GROUP_TITLES = {
+    "output": "output",
+    "schedule": "schedule (counted in steps of the job)",
+    "steps": "step source and processes",
+    "profiler": "profiler",
+}
+
+
+class UsageError(Exception):
+    """A problem found before starting: printed as one ``npuprof:`` line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, our prefix, exit 2
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser, generated from the options table: each option shows its variable and default."""
+    parser = _Parser(
+        prog="npuprof-run",
+        usage="npuprof-run [OPTIONS] -- COMMAND [ARG ...]\n"
+        "       npuprof-run --print-env [OPTIONS]\n"
+        "       npuprof-run --check DIR [--json]",
+        description="Profile a PyTorch job without touching its code. Every option can also be given as the "
+        "environment variable shown beside it; the command line wins.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit status: the command's own; 128+N when it died of signal N; 2 for a usage or configuration "
+        "error found before starting.",
+    )
+    modes = parser.add_argument_group("modes")
+    modes.add_argument(
+        "--print-env",
+        action="store_true",
+        help="print export lines that make an existing launch script behave as this prefix",
+    )
+    modes.add_argument("--check", metavar="DIR", help="validate collected data in DIR; exit 0 only if complete")
+    modes.add_argument("--json", action="store_true", help="with --check: print the report as JSON")
+    modes.add_argument("--version", action="version", version=f"npuprof-launch {npuprof_launch.__version__}")
+    groups = {}
+    for option in options.OPTIONS:
+        group = groups.get(option.group)
+        if group is None:
+            group = groups[option.group] = parser.add_argument_group(GROUP_TITLES.get(option.group, option.group))
+        default = option.format(option.default) if option.default is not None else "unset"
+        text = f"{option.help} [{option.env}; default: {default}]"
+        if option.choices and option.kind == "choice" and len(option.choices) <= 6:
+            text = f"{option.help}: {', '.join(option.choices)} [{option.env}; default: {default}]"
+        if option.kind == "bool":
+            group.add_argument(
+                option.flag, dest=option.attr, action=argparse.BooleanOptionalAction, default=None, help=text
+            )
+        else:
+            group.add_argument(
+                option.flag, dest=option.attr, metavar=option.metavar or option.attr.upper(), default=None, help=text
+            )
+    parser.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return parser
+
+
+def given_options(namespace: argparse.Namespace) -> dict[str, str]:
+    """The options given as flags, as text, so that flags and variables are parsed by the same code."""
+    given = {}
+    for option in options.OPTIONS:
+        value = getattr(namespace, option.attr)
+        if value is not None:
+            given[option.name] = option.format(value) if isinstance(value, bool) else value
+    return given
+
+
+def resolve_config(namespace: argparse.Namespace, environ) -> options.Config:
+    config, problems = options.resolve(given_options(namespace), environ)
+    if problems:
+        raise UsageError("\n".join(problems))
+    return config
+
+
+def job_environment(config: options.Config, environ, output_dir: str, run_id: str) -> dict[str, str]:
+    """The job's environment: the user's, plus the resolved options, the switch and the hook path."""
+    env = dict(environ)
+    env.update(config.to_env())
+    env[options.BY_NAME["output-dir"].env] = output_dir
+    env[options.ENABLE_VAR] = "1"
+    env[session.RUN_ID_VAR] = run_id
+    env["PYTHONPATH"] = hook_pythonpath(environ.get("PYTHONPATH", ""))
+    return env
+
+
+def hook_pythonpath(current: str) -> str:
+    """The hook directory first, the user's own entries kept in order (an empty entry means cwd: kept)."""
+    if not current:
+        return HOOK_DIR
+    entries = [entry for entry in current.split(os.pathsep) if not entry or os.path.abspath(entry) != HOOK_DIR]
+    return os.pathsep.join([HOOK_DIR, *entries])
+
+
+def print_env(config: options.Config, environ) -> str:
+    """Export lines for an existing launch script. Only what differs from the defaults is set."""
+    lines = [
+        f"export {options.ENABLE_VAR}=1",
+        f'export PYTHONPATH={shlex.quote(HOOK_DIR)}"${{PYTHONPATH:+:$PYTHONPATH}}"',
+    ]
+    for option in options.OPTIONS:
+        value = config.get(option.name)
+        if option.name == "output-dir":
+            value = os.path.abspath(value)
+        elif value == option.default or value is None:
+            continue
+        lines.append(f"export {option.env}={shlex.quote(option.format(value))}")
+    return "\n".join(lines)
+
+
+def prepare_output_dir(path: str) -> str:
+    """Create the output directory (and its status folder) now, or refuse to start."""
+    from npuprof_launch import naming, status
+
+    absolute = os.path.abspath(path)
+    try:
+        status.make_dirs(naming.status_dir(absolute))
+    except OSError as exc:
+        raise UsageError(f"--output-dir {path!r}: cannot be created ({exc.strerror or exc})") from None
+    if not os.access(naming.status_dir(absolute), os.W_OK | os.X_OK):
+        raise UsageError(f"--output-dir {path!r}: not writable by this user")
+    return absolute
+
+
+def find_command(command: list[str]) -> list[str]:
+    if not command:
+        raise UsageError("no command given: npuprof-run [OPTIONS] -- COMMAND [ARG ...]")
+    program = command[0]
+    if os.sep in program:
+        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+            raise UsageError(f"command {program!r}: not an executable file")
+    elif shutil.which(program) is None:
+        raise UsageError(f"command {program!r}: not found on PATH")
+    return command
+
+
+def run_job(command: list[str], env: dict[str, str]) -> int:
+    """Run the command, forward signals to it, and return its exit status the shell's way."""
+    child = subprocess.Popen(command, env=env)
+
+    def forward(signum, frame):
+        try:
+            child.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
+    # The terminal sends SIGINT to the whole process group: the job gets its own; we wait for it.
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        returncode = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
+    if "--" in argv:
+        index = argv.index("--")
+        return argv[:index], argv[index + 1 :]
+    return argv, []
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ours, command = split_command(argv)
+    try:
+        namespace = build_parser().parse_args(ours)
+        command = command or namespace.command
+        if namespace.check:
+            return check(namespace.check, namespace.json)
+        config = resolve_config(namespace, os.environ)
+        if namespace.print_env:
+            print(print_env(config, os.environ))
+            return 0
+        command = find_command(command)
+        output_dir = prepare_output_dir(config.output_dir)
+    except UsageError as exc:
+        for line in str(exc).splitlines():
+            sys.stderr.write(f"npuprof: {line}\n")
+        return USAGE_ERROR
+    run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    status = run_job(command, job_environment(config, os.environ, output_dir, run_id))
+    try:
+        sys.stderr.write(report.format_table(report.build(output_dir, run_id)) + "\n")
+    except Exception as exc:  # noqa: BLE001 - the job's status matters more than our summary
+        sys.stderr.write(f"npuprof: could not build the report: {exc!r}\n")
+    return status
+
+
+def check(directory: str, as_json: bool) -> int:
+    """``--check DIR``: the report of everything in DIR; exit 0 only when it passed."""
+    import json
+
+    if not os.path.isdir(directory):
+        sys.stderr.write(f"npuprof: --check {directory!r}: not a directory\n")
+        return USAGE_ERROR
+    result = report.build(directory)
+    if as_json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(report.format_table(result))
+        print("npuprof: check " + ("passed" if result["passed"] else "FAILED"))
+    return 0 if result["passed"] else 1

@@ -1,0 +1,348 @@
+"""The one table of options, and how a value is read from the command line or the environment.
+
+Everything that lists options (argparse, ``--help``, ``--print-env``, the README table, the hook's
+reading of ``NPU_PROF_*``) is generated from ``OPTIONS`` below, so an option is declared once.
+This module is on the hook path: standard library only, no heavy imports at module level.
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV_PREFIX = "NPU_PROF_"
+#: The master switch the launcher sets; the hook does nothing without it.
+ENABLE_VAR = "NPU_PROF_ENABLE"
+
+BOOL_TRUE = ("1", "true", "yes", "on")
+BOOL_FALSE = ("0", "false", "no", "off")
+
+LEVELS = ("level_none", "level0", "level1", "level2")
+EXPORT_TYPES = ("text", "db")
+BACKENDS = ("auto", "npu", "torch")
+ACTIVITIES = ("cpu", "npu", "cuda")
+SCENARIOS = ("train", "infer", "rl")
+HOST_SYS = ("cpu", "mem", "disk", "network", "osrt", "numa")
+#: The member names of ``torch_npu.profiler.AiCMetrics`` (2.14.0; MemoryAccess is absent in a
+#: few old releases, which the npu backend handles).
+AIC_METRICS = (
+    "AiCoreNone",
+    "PipeUtilization",
+    "ArithmeticUtilization",
+    "Memory",
+    "MemoryL0",
+    "MemoryUB",
+    "ResourceConflictRatio",
+    "L2Cache",
+    "MemoryAccess",
+)
+
+
+class ConfigError(ValueError):
+    """A value the user must fix; its message is one line that names the option or variable."""
+
+
+class Option:
+    """One row of the table: its name gives the flag and the environment variable."""
+
+    __slots__ = ("name", "kind", "default", "help", "choices", "group", "metavar")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        default: object,
+        help: str,
+        choices: tuple[str, ...] = (),
+        group: str = "schedule",
+        metavar: str | None = None,
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.default = default
+        self.help = help
+        self.choices = choices
+        self.group = group
+        self.metavar = metavar
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper().replace("-", "_")
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name
+
+    @property
+    def attr(self) -> str:
+        return self.name.replace("-", "_")
+
+    def parse(self, raw: str, source: str) -> object:
+        """Turn the text given for this option into its value, or raise ConfigError."""
+        parser = _PARSERS[self.kind]
+        try:
+            return parser(self, raw.strip())
+        except ValueError as exc:
+            raise ConfigError(f"{source}={raw!r}: {exc}") from None
+
+    def format(self, value: object) -> str:
+        """The text form of a value, as exported to the job (the inverse of parse)."""
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        if isinstance(value, (list, tuple)):
+            if self.kind == "ranks":
+                return _format_ranks(value)
+            return ",".join(str(v) for v in value)
+        return str(value)
+
+
+def _int_at_least(minimum: int):
+    def parse(option: Option, raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError(f"expected a whole number >= {minimum}") from None
+        if value < minimum:
+            raise ValueError(f"expected a whole number >= {minimum}")
+        return value
+
+    return parse
+
+
+def _parse_bool(option: Option, raw: str) -> bool:
+    low = raw.lower()
+    if low in BOOL_TRUE:
+        return True
+    if low in BOOL_FALSE:
+        return False
+    raise ValueError("expected one of " + "/".join(BOOL_TRUE + BOOL_FALSE))
+
+
+def _parse_choice(option: Option, raw: str) -> str:
+    if raw in option.choices:
+        return raw
+    low = raw.lower()
+    for choice in option.choices:
+        if choice.lower() == low:
+            return choice
+    raise ValueError("expected one of " + ", ".join(option.choices))
+
+
+def _parse_choice_list(option: Option, raw: str) -> tuple[str, ...]:
+    items = [item.strip().lower() for item in raw.split(",") if item.strip()]
+    if not items:
+        raise ValueError("expected a comma-separated list of " + ", ".join(option.choices))
+    bad = [item for item in items if item not in option.choices]
+    if bad:
+        raise ValueError(f"unknown {bad[0]!r}; expected a comma-separated list of " + ", ".join(option.choices))
+    return tuple(dict.fromkeys(items))
+
+
+def parse_ranks(raw: str) -> tuple[int, ...]:
+    """``0,4-7`` -> (0, 4, 5, 6, 7). Raises ValueError on anything else."""
+    ranks: list[int] = []
+    for part in raw.split(","):
+        part = part.strip()
+        lo, dash, hi = part.partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise ValueError("expected ranks like 0,4-7 (whole numbers and ascending ranges)")
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if last < first:
+            raise ValueError(f"range {part!r} runs backwards; expected ranks like 0,4-7")
+        ranks.extend(range(first, last + 1))
+    return tuple(sorted(set(ranks)))
+
+
+def _parse_ranks(option: Option, raw: str) -> tuple[int, ...]:
+    return parse_ranks(raw)
+
+
+def _format_ranks(ranks) -> str:
+    return ",".join(str(r) for r in ranks)
+
+
+def _parse_target(option: Option, raw: str) -> str:
+    module, colon, qualname = raw.partition(":")
+    if not colon or not module or not qualname or any(not p.isidentifier() for p in qualname.split(".")):
+        raise ValueError("expected MODULE:QUALNAME, e.g. mypkg.engine:Engine.step or __main__:train_step")
+    if any(not p.isidentifier() for p in module.split(".")):
+        raise ValueError("expected MODULE:QUALNAME with a dotted module name")
+    return raw
+
+
+def _parse_float(option: Option, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError("expected a number >= 0") from None
+    if not value >= 0:
+        raise ValueError("expected a number >= 0")
+    return value
+
+
+def _parse_text(option: Option, raw: str) -> str:
+    if not raw:
+        raise ValueError("expected a non-empty value")
+    return raw
+
+
+_PARSERS = {
+    "count": _int_at_least(0),
+    "positive": _int_at_least(1),
+    "bool": _parse_bool,
+    "choice": _parse_choice,
+    "choices": _parse_choice_list,
+    "ranks": _parse_ranks,
+    "target": _parse_target,
+    "float": _parse_float,
+    "path": _parse_text,
+}
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "output-dir",
+        "path",
+        "./npuprof_output",
+        "where every process writes (relative paths are resolved against the directory npuprof-run was started in)",
+        group="output",
+        metavar="DIR",
+    ),
+    Option("skip-first", "count", 1, "steps ignored before the schedule starts", metavar="N"),
+    Option("wait", "count", 0, "schedule wait: idle steps at the start of each window", metavar="N"),
+    Option("warmup", "count", 0, "schedule warmup: steps traced but discarded before each window", metavar="N"),
+    Option("active", "positive", 1, "schedule active: recorded steps per window", metavar="N"),
+    Option("repeat", "positive", 1, "number of windows (0 is refused: it would never end)", metavar="N"),
+    Option(
+        "total-steps",
+        "positive",
+        None,
+        "the job's length in steps, to refuse before starting a schedule that cannot complete",
+        metavar="N",
+    ),
+    Option(
+        "target",
+        "target",
+        None,
+        "count calls of this function as steps instead of optimizer.step",
+        group="steps",
+        metavar="MOD:QUALNAME",
+    ),
+    Option(
+        "ranks", "ranks", None, "profile only these ranks, e.g. 0,4-7 (default: all)", group="steps", metavar="LIST"
+    ),
+    Option(
+        "backend",
+        "choice",
+        "auto",
+        "auto: npu when torch_npu imports and an NPU is present, else torch",
+        choices=BACKENDS,
+        group="profiler",
+    ),
+    Option(
+        "activities",
+        "choices",
+        None,
+        "what to trace: cpu,npu / cpu,cuda / cpu (default: the backend's)",
+        choices=ACTIVITIES,
+        group="profiler",
+        metavar="LIST",
+    ),
+    Option("level", "choice", "level0", "torch_npu profiler level", choices=LEVELS, group="profiler"),
+    Option(
+        "export-type",
+        "choices",
+        ("text",),
+        "torch_npu export: text, db, or text,db",
+        choices=EXPORT_TYPES,
+        group="profiler",
+        metavar="T",
+    ),
+    Option(
+        "aic-metrics",
+        "choice",
+        "AiCoreNone",
+        "any torch_npu.profiler.AiCMetrics name",
+        choices=AIC_METRICS,
+        group="profiler",
+        metavar="M",
+    ),
+    Option("record-shapes", "bool", False, "record operator input shapes", group="profiler"),
+    Option("profile-memory", "bool", False, "track tensor memory allocation", group="profiler"),
+    Option("with-stack", "bool", False, "record Python call stacks of operators", group="profiler"),
+    Option("with-modules", "bool", False, "record the nn.Module hierarchy of operators", group="profiler"),
+    Option("with-flops", "bool", False, "estimate FLOPs of matrix operators", group="profiler"),
+)
+
+BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+BY_ENV: dict[str, Option] = {option.env: option for option in OPTIONS}
+
+
+class Config:
+    """The resolved options of one run: one attribute per option (dashes become underscores)."""
+
+    def __init__(self, values: dict[str, object]) -> None:
+        self._values = dict(values)
+        for name, value in values.items():
+            setattr(self, name.replace("-", "_"), value)
+
+    def get(self, name: str) -> object:
+        return self._values[name]
+
+    def as_dict(self) -> dict[str, object]:
+        return {name: (list(v) if isinstance(v, tuple) else v) for name, v in self._values.items()}
+
+    def schedule_length(self) -> int:
+        """Steps the schedule needs: ``skip_first + (wait + warmup + active) * repeat``."""
+        return self.skip_first + (self.wait + self.warmup + self.active) * self.repeat
+
+    def to_env(self) -> dict[str, str]:
+        """The variables that hand this configuration to the job (unset options are left out)."""
+        env = {}
+        for option in OPTIONS:
+            value = self._values[option.name]
+            if value is not None:
+                env[option.env] = option.format(value)
+        return env
+
+
+def resolve(given: dict[str, str], environ: dict[str, str] | os._Environ) -> tuple[Config, list[str]]:
+    """Resolve every option: ``given`` (name -> text, e.g. from flags) over the environment over defaults.
+
+    Returns the configuration and the list of problems, one line each; a problem leaves that
+    option at its default so the caller decides whether to refuse (launcher) or warn (hook).
+    """
+    values: dict[str, object] = {}
+    problems: list[str] = []
+    for option in OPTIONS:
+        value = option.default
+        if option.name in given:
+            source, raw = option.flag, given[option.name]
+        elif environ.get(option.env, "") != "":
+            source, raw = option.env, environ[option.env]
+        else:
+            source, raw = None, None
+        if source is not None:
+            try:
+                value = option.parse(raw, source)
+            except ConfigError as exc:
+                problems.append(str(exc))
+        values[option.name] = value
+    config = Config(values)
+    problems.extend(check_consistency(config))
+    return config, problems
+
+
+def check_consistency(config: Config) -> list[str]:
+    """Rules that involve more than one option."""
+    problems = []
+    total = config.total_steps
+    if total is not None and config.schedule_length() > total:
+        problems.append(
+            f"--skip-first {config.skip_first} --wait {config.wait} --warmup {config.warmup} "
+            f"--active {config.active} --repeat {config.repeat} needs skip_first + (wait + warmup + active) "
+            f"x repeat = {config.schedule_length()} steps, but --total-steps is {total}; "
+            "shorten the schedule or raise --total-steps"
+        )
+    return problems

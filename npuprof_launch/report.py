@@ -1,0 +1,175 @@
+"""From the status records and the files on disk to a verdict: what was collected, what broke.
+
+The same facts feed the launcher's end-of-run table (stderr) and ``npuprof-run --check DIR
+--json`` (DESIGN.md section 4). ``passed`` is true only when every process meant to profile
+completed its windows and each of its deliverables exists and parses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from npuprof_launch import deliverables, naming, status
+
+#: Ranks whose mean step time exceeds the fastest by more than this are flagged.
+SLOW_RANK_RATIO = 1.10
+TOP_OPERATORS = 5
+IDLE_FILE = "idle.jsonl"
+
+
+def _schedule_formula(options: dict) -> str:
+    return (
+        f"skip_first + (wait + warmup + active) x repeat = {options['skip-first']} + ({options['wait']} + "
+        f"{options['warmup']} + {options['active']}) x {options['repeat']}"
+    )
+
+
+def _label(record: dict) -> str:
+    rank = record.get("rank")
+    where = f"rank {rank}" if rank is not None else "process"
+    return f"{where} (pid {record.get('pid')} on {record.get('host')})"
+
+
+def _check_traces(record: dict, output_dir: str, process: dict, problems: list[str]) -> None:
+    backend = record.get("backend")
+    export_type = (record.get("options") or {}).get("export-type") or ["text"]
+    for rel in record.get("traces", []):
+        path = os.path.join(output_dir, rel)
+        if backend == "npu":
+            problems.extend(deliverables.check_ascend_dir(path, export_type))
+            continue
+        summary = deliverables.summarize_torch_trace(path)
+        problems.extend(summary.problems)
+        process["profiler_steps"] += len(summary.step_names)
+        for name, us in summary.self_time_us.items():
+            process["_self"][name] = process["_self"].get(name, 0.0) + us
+
+
+def build(output_dir: str, run_id: str | None = None) -> dict:
+    """The report of everything under ``output_dir`` (only run ``run_id``'s processes, if given)."""
+    output_dir = os.path.abspath(output_dir)
+    records = status.read_records(naming.status_dir(output_dir))
+    if run_id:
+        records = [r for r in records if r.get("run_id") == run_id]
+    problems: list[str] = []
+    processes = []
+    excluded = []
+    for record in records:
+        if "unreadable" in record:
+            problems.append(f"status record {record['file']} is unreadable: {record['unreadable']}")
+            continue
+        if record.get("state") == "off" and record.get("windows_planned", 0) == 0:
+            excluded.append(record)
+            continue
+        process = {
+            "host": record.get("host"),
+            "pid": record.get("pid"),
+            "rank": record.get("rank"),
+            "backend": record.get("backend"),
+            "state": record.get("state"),
+            "steps": record.get("steps", 0),
+            "windows_planned": record.get("windows_planned", 0),
+            "windows_completed": record.get("windows_completed", 0),
+            "partial_traces": record.get("partial_traces", 0),
+            "mean_step_s": record.get("mean_step_s"),
+            "traces": list(record.get("traces", [])),
+            "warnings": list(record.get("warnings", [])),
+            "errors": list(record.get("errors", [])),
+            "profiler_steps": 0,
+            "_self": {},
+        }
+        _check_traces(record, output_dir, process, problems)
+        self_times = process.pop("_self")
+        process["top_operators"] = [
+            {"name": name, "self_us": round(us, 1)}
+            for name, us in sorted(self_times.items(), key=lambda kv: -kv[1])[:TOP_OPERATORS]
+        ]
+        label = _label(record)
+        for error in process["errors"]:
+            problems.append(f"{label}: {error}")
+        options = record.get("options") or {}
+        if process["windows_completed"] < process["windows_planned"] and not process["errors"]:
+            problems.append(
+                f"{label}: {process['windows_completed']} of {process['windows_planned']} windows completed: "
+                f"the job ran {process['steps']} steps, the schedule needs {_schedule_formula(options)} = "
+                f"{record.get('schedule_steps')}; lower --skip-first/--active/--repeat or run more steps"
+            )
+        processes.append(process)
+    problems.extend(_excluded_problems(excluded, processes))
+    idle = _idle_processes(output_dir, run_id)
+    if not processes and not excluded:
+        hint = f" ({len(idle)} processes imported torch but never stepped)" if idle else ""
+        problems.append(
+            "no process saw a step: no optimizer.step was called" + hint + "; if the job has no optimizer "
+            "(inference, RL), pass --target MOD:QUALNAME naming the function that runs one step"
+        )
+    _flag_slow_ranks(processes, problems)
+    return {
+        "passed": not problems and bool(processes),
+        "problems": problems,
+        "processes": processes,
+        "idle_processes": len(idle),
+        "output_dir": output_dir,
+    }
+
+
+def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]:
+    if not excluded or processes:
+        return []
+    ranks = sorted({r.get("rank") for r in excluded if r.get("rank") is not None})
+    wanted = (excluded[0].get("options") or {}).get("ranks")
+    return [f"--ranks {wanted} matched no process; the ranks that stepped were {ranks or 'none known'}"]
+
+
+def _idle_processes(output_dir: str, run_id: str | None) -> list[dict]:
+    path = os.path.join(naming.status_dir(output_dir), IDLE_FILE)
+    try:
+        with open(path) as handle:
+            lines = [json.loads(line) for line in handle if line.strip()]
+    except (OSError, ValueError):
+        return []
+    return [line for line in lines if not run_id or line.get("run_id") == run_id]
+
+
+def _flag_slow_ranks(processes: list[dict], problems: list[str]) -> None:
+    timed = [p for p in processes if p["mean_step_s"] and p["rank"] is not None]
+    if len(timed) < 2:
+        return
+    fastest = min(p["mean_step_s"] for p in timed)
+    slowest = max(timed, key=lambda p: p["mean_step_s"])
+    if slowest["mean_step_s"] > fastest * SLOW_RANK_RATIO:
+        slowest["slowest_rank"] = True
+        problems.append(
+            f"rank {slowest['rank']} is the slowest: {slowest['mean_step_s'] * 1e3:.1f} ms per step against "
+            f"{fastest * 1e3:.1f} ms for the fastest rank (more than {round((SLOW_RANK_RATIO - 1) * 100)}% apart)"
+        )
+
+
+def format_table(report: dict) -> str:
+    """The launcher's end-of-run summary: one row per process, then the problems."""
+    lines = []
+    processes = report["processes"]
+    out = report["output_dir"]
+    lines.append(f"npuprof: {len(processes)} process(es) profiled, output in {out}")
+    if processes:
+        lines.append(f"  {'rank':>4} {'pid':>8} {'backend':7} {'steps':>6} {'windows':>7} {'step ms':>8}  traces")
+        for p in processes:
+            rank = "-" if p["rank"] is None else str(p["rank"])
+            mean = f"{p['mean_step_s'] * 1e3:.2f}" if p["mean_step_s"] else "-"
+            windows = f"{p['windows_completed']}/{p['windows_planned']}"
+            flag = "  <- slowest" if p.get("slowest_rank") else ""
+            traces = ", ".join(p["traces"]) or "(none)"
+            lines.append(
+                f"  {rank:>4} {p['pid']:>8} {p['backend'] or '-':7} {p['steps']:>6} {windows:>7} {mean:>8}  "
+                f"{traces}{flag}"
+            )
+            if p["top_operators"]:
+                tops = ", ".join(f"{op['name']} {op['self_us'] / 1e3:.2f} ms" for op in p["top_operators"][:3])
+                lines.append(f"       top self time: {tops}")
+    if report.get("idle_processes"):
+        lines.append(f"  {report['idle_processes']} other process(es) imported torch but never stepped")
+    if report["problems"]:
+        lines.append("npuprof: problems:")
+        lines.extend(f"  - {problem}" for problem in report["problems"])
+    return "\n".join(lines)

@@ -1,0 +1,303 @@
+"""The one profiler of this process: created late, stepped by the clock, stopped early.
+
+The schedule is the user's (``skip_first``, ``wait``, ``warmup``, ``active``, ``repeat``) counted in
+steps of the clock. While the schedule is still skipping, the session only counts: no profiler
+object exists. At the boundary before step ``skip_first + 1`` it builds the profiler with the
+rest of the schedule (``wait``, ``warmup``, ``active``, ``repeat``, ``skip_first=0``), starts it, and
+steps it at every boundary. After the last window has been handed to the trace handler it stops
+the profiler; from then on the clock only counts steps for the report.
+
+Every failure of the profiler (start, step, stop, export) is caught here: one ``npuprof:`` line,
+one entry in the status record, and the job goes on unprofiled.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import time
+
+from npuprof_launch import naming, options, status
+
+WAITING, RUNNING, DONE, FAILED, OFF = "waiting", "running", "done", "failed", "off"
+#: Internal: set by the launcher so its report shows only the processes of its own run.
+RUN_ID_VAR = "_NPU_PROF_RUN_ID"
+
+
+def resolve_output_dir(raw: str, environ) -> str:
+    """Relative paths are relative to where the job was launched, not to the process's cwd.
+
+    The launcher always exports an absolute path. In env-only mode ``$PWD`` (kept by the shell
+    that ran the launch script, unchanged by ``os.chdir``) is the launch directory.
+    """
+    if os.path.isabs(raw):
+        return raw
+    base = environ.get("PWD", "")
+    if not os.path.isabs(base):
+        base = os.getcwd()
+    return os.path.normpath(os.path.join(base, raw))
+
+
+def writable_problem(path: str) -> str | None:
+    """Why ``path`` could not be created or written, or None; creates nothing."""
+    probe = path
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe):
+        return f"{probe} is not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None
+
+
+class Session:
+    """The profiling state of one process."""
+
+    def __init__(self, config: options.Config, output_dir: str, rank: int | None, warn, environ) -> None:
+        self.config = config
+        self.output_dir = output_dir
+        self.rank = rank
+        self.warn = warn
+        self.worker = naming.worker_name(rank, environ=environ)
+        self.started_ns = time.time_ns()
+        self.state = WAITING
+        self.steps = 0
+        self.clock_name = ""
+        self.clock = None
+        self.backend = None
+        self.profiler = None
+        self.windows_completed = 0
+        self.partial_traces = 0
+        self.traces: list[str] = []
+        self.warnings: list[str] = []
+        self.errors: list[str] = []
+        self.first_step_time: float | None = None
+        self.last_step_time: float | None = None
+        self.window_steps: tuple[int, int] | None = None
+        self._start_at = config.skip_first + 1
+        self._end_at = config.schedule_length()
+        self._run_id = environ.get(RUN_ID_VAR, "")
+        self._status_path = naming.status_path(output_dir, self.worker, self.started_ns)
+        self._pid = os.getpid()
+        self._window_open = False
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_env(cls, environ, warn) -> Session:
+        """Read the options from the environment; a bad value turns this process's profiling off."""
+        config, problems = options.resolve({}, environ)
+        rank = naming.rank_from_env(environ)
+        output_dir = resolve_output_dir(config.output_dir, environ)
+        session = cls(config, output_dir, rank, warn, environ)
+        if problems:
+            for problem in problems:
+                warn(f"{problem}; this process runs unprofiled")
+            session._turn_off("bad options: " + "; ".join(problems), write=False)
+            return session
+        unwritable = writable_problem(output_dir)
+        if unwritable:
+            warn(
+                f"{options.BY_NAME['output-dir'].env}={config.output_dir!r}: {unwritable}; this process runs unprofiled"
+            )
+            session._turn_off(f"output directory unusable: {unwritable}", write=False)
+            return session
+        if config.ranks is not None and (rank or 0) not in config.ranks:
+            session._turn_off(f"rank {rank} not in --ranks {options.BY_NAME['ranks'].format(config.ranks)}")
+            return session
+        atexit.register(session.at_exit)
+        session._safe_write_status()
+        return session
+
+    def set_clock(self, name: str, clock) -> None:
+        self.clock_name = name
+        self.clock = clock
+
+    # -- the clock's calls ----------------------------------------------------------------------
+
+    def boundary(self) -> None:
+        """One step ended and the next begins (the optimizer clock's only call)."""
+        self.step_ends()
+        self.step_begins()
+
+    def step_begins(self) -> None:
+        if self.state == WAITING and self.steps + 1 >= self._start_at:
+            self._start(self.steps + 1)
+
+    def step_ends(self) -> None:
+        self.steps += 1
+        now = time.perf_counter()
+        if self.first_step_time is None:
+            self.first_step_time = now
+        self.last_step_time = now
+        if self.state == RUNNING:
+            self._guard("step", self.profiler.step)
+            if self.state == RUNNING and self.steps >= self._end_at:
+                self._finish()
+
+    # -- profiler lifecycle ---------------------------------------------------------------------
+
+    def _start(self, first: int) -> None:
+        from npuprof_launch import backends
+
+        config = self.config
+        if first > self._start_at:
+            self.note_warning(
+                f"the clock first saw the job at step {first}; the schedule starts there instead of at "
+                f"step {self._start_at} (the optimizer.step clock cannot see the start of step 1: "
+                "use --skip-first 1 or more, or --target)"
+            )
+        self._end_at = first - 1 + (config.wait + config.warmup + config.active) * config.repeat
+        self.window_steps = (first, self._end_at)
+        try:
+            self.backend = backends.select(config, self.note_warning)
+            self.profiler = self.backend.build(config, self._on_trace_ready)
+        except Exception as exc:  # noqa: BLE001
+            self._fail("creating the profiler", exc)
+            return
+        self.state = RUNNING
+        if not self._guard("start", self.profiler.start):
+            return
+        self._install_sigterm_flush()
+        self.write_status()
+
+    def _on_trace_ready(self, prof) -> None:
+        """The profiler's on_trace_ready: export one window and record where it went."""
+        try:
+            paths = self.backend.export(prof, self.output_dir, self.worker)
+        except Exception as exc:  # noqa: BLE001
+            self._fail("exporting a trace", exc)
+            return
+        for path in paths:
+            self.traces.append(os.path.relpath(path, self.output_dir))
+        if self._window_open:
+            self.partial_traces += 1
+        else:
+            self.windows_completed += 1
+        self._safe_write_status()
+
+    def _finish(self) -> None:
+        """The last window is saved: stop the profiler and let the clock only count."""
+        self._guard("stop", self.profiler.stop)
+        if self.state == RUNNING:
+            self.state = DONE
+        self.profiler = None
+        self._safe_write_status()
+
+    def flush(self, reason: str) -> None:
+        """Stop an open window now (exit, SIGTERM) and save what it recorded, marked partial."""
+        if self.state != RUNNING or os.getpid() != self._pid:
+            return
+        self._window_open = True
+        self.note_warning(f"window cut short by {reason} at step {self.steps}; its trace is partial")
+        self._guard("stop", self.profiler.stop)
+        if self.state == RUNNING:
+            self.state = DONE
+        self.profiler = None
+
+    def at_exit(self) -> None:
+        if os.getpid() != self._pid:
+            return
+        self.flush("the end of the process")
+        self._safe_write_status()
+
+    def abandon(self) -> None:
+        """In a forked child: forget the parent's profiler without stopping it, write nothing."""
+        self.state = OFF
+        self.profiler = None
+
+    def _install_sigterm_flush(self) -> None:
+        """Flush on SIGTERM (torchrun's way to stop workers) when the program has no handler of its own."""
+        try:
+            if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+                return
+            signal.signal(signal.SIGTERM, self._on_sigterm)
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+
+    def _on_sigterm(self, signum, frame) -> None:
+        self.flush("SIGTERM")
+        self._safe_write_status()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    # -- failures and the record ----------------------------------------------------------------
+
+    def _guard(self, what: str, call) -> bool:
+        try:
+            call()
+            return True
+        except Exception as exc:  # noqa: BLE001
+            self._fail(f"profiler {what}", exc)
+            return False
+
+    def _fail(self, what: str, exc: BaseException) -> None:
+        message = f"{what} failed: {type(exc).__name__}: {exc}"
+        self.errors.append(message)
+        self.warn(f"{message}; the job goes on unprofiled")
+        self.state = FAILED
+        profiler, self.profiler = self.profiler, None
+        if profiler is not None and what != "profiler stop":
+            try:
+                profiler.stop()
+            except Exception:  # noqa: BLE001 - already reported the first failure
+                pass
+        self._safe_write_status()
+
+    def _turn_off(self, reason: str, write: bool = True) -> None:
+        self.state = OFF
+        self.warnings.append(reason)
+        if write:
+            self._safe_write_status()
+
+    def note_warning(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+            self.warn(message)
+
+    def record(self) -> dict:
+        config = self.config
+        mean_step = None
+        if self.steps > 1 and self.first_step_time is not None:
+            mean_step = (self.last_step_time - self.first_step_time) / (self.steps - 1)
+        return {
+            "host": naming.host(),
+            "pid": self._pid,
+            "rank": self.rank,
+            "worker": self.worker,
+            "run_id": self._run_id,
+            "argv": list(sys.argv),
+            "state": self.state,
+            "clock": self.clock_name,
+            "backend": self.backend.name if self.backend is not None else None,
+            "options": config.as_dict(),
+            "steps": self.steps,
+            "mean_step_s": mean_step,
+            "window_steps": list(self.window_steps) if self.window_steps else None,
+            "schedule_steps": config.schedule_length(),
+            "windows_planned": config.repeat if self.state != OFF else 0,
+            "windows_completed": self.windows_completed,
+            "partial_traces": self.partial_traces,
+            "traces": list(self.traces),
+            "warnings": list(self.warnings),
+            "errors": list(self.errors),
+            "started_ns": self.started_ns,
+            "updated_ns": time.time_ns(),
+        }
+
+    def write_status(self) -> None:
+        status.write_json(self._status_path, self.record())
+
+    def _safe_write_status(self) -> None:
+        try:
+            self.write_status()
+        except Exception as exc:  # noqa: BLE001 - a full disk or a removed directory must not break the job
+            message = f"could not write the status record {self._status_path}: {exc}"
+            if message not in self.errors:
+                self.errors.append(message)
+                self.warn(message)

@@ -1,0 +1,39 @@
+# npuprof-launch: loaded by every Python process of a job started under npuprof-run (or with
+# its variables exported). Nothing happens unless NPU_PROF_ENABLE=1. Then the user's own
+# sitecustomize, if one exists further on the path, is loaded as if this file were not here.
+# Kept to old syntax on purpose: every interpreter of the job reads this file.
+import os
+import sys
+
+if os.environ.get("NPU_PROF_ENABLE") == "1":
+    try:
+        from npuprof_launch import bootstrap as _npuprof_bootstrap
+
+        _npuprof_bootstrap.install()
+    except Exception as _npuprof_exc:  # never raise into the user's program
+        if not isinstance(_npuprof_exc, ImportError):
+            sys.stderr.write("npuprof: hook not installed, job goes on unprofiled: %r\n" % (_npuprof_exc,))
+
+
+def _npuprof_chain_load():
+    """Import the next sitecustomize on sys.path: the one this directory shadows."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    positions = [i for i, entry in enumerate(sys.path) if os.path.abspath(entry or ".") == here]
+    if not positions:
+        return
+    ours = sys.modules.pop("sitecustomize", None)
+    saved = list(sys.path)
+    for index in reversed(positions):
+        del sys.path[index]
+    try:
+        import sitecustomize  # noqa: F401  (the user's own, if any)
+    except ImportError as exc:
+        if exc.name != "sitecustomize":
+            raise
+        if ours is not None:
+            sys.modules["sitecustomize"] = ours
+    finally:
+        sys.path[:] = saved
+
+
+_npuprof_chain_load()
