@@ -1,0 +1,88 @@
+"""Shared helpers: run the real launcher in a subprocess and read what it wrote."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from npuprof_launch import deliverables, naming
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(ROOT, "tests", "scripts")
+PYTHON = sys.executable
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test process's environment without any NPU_PROF_* variable or hook path of ours."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NPU_PROF_", "_NPU_PROF_"))}
+    env.pop("PYTHONPATH", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def npuprof(
+    args: list[str], cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 300, **kwargs
+) -> subprocess.CompletedProcess:
+    """Run ``npuprof-run ARGS`` (the real launcher, as a subprocess) and capture its output."""
+    return subprocess.run(
+        [PYTHON, "-m", "npuprof_launch", *args],
+        cwd=cwd,
+        env=clean_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+
+
+def python(args: list[str], cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 300):
+    """Run the same Python without the launcher, for the bit-identical comparisons."""
+    return subprocess.run(
+        [PYTHON, *args],
+        cwd=cwd,
+        env=clean_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def script(name: str) -> str:
+    return os.path.join(SCRIPTS, name)
+
+
+def torch_traces(out: str) -> list[str]:
+    """Every Chrome trace the torch backend wrote under ``out``, at any depth."""
+    return sorted(glob.glob(os.path.join(out, "**", "*" + naming.TORCH_TRACE_SUFFIX), recursive=True))
+
+
+def step_counts(out: str) -> list[int]:
+    return [deliverables.count_profiler_steps(path) for path in torch_traces(out)]
+
+
+def status_records(out: str) -> list[dict]:
+    records = []
+    for path in sorted(glob.glob(os.path.join(out, "**", naming.STATUS_DIR, "*.json"), recursive=True)):
+        with open(path) as handle:
+            records.append(json.load(handle))
+    return records
+
+
+def check_json(out: str) -> tuple[int, dict]:
+    result = npuprof(["--check", out, "--json"])
+    return result.returncode, json.loads(result.stdout)
+
+
+def assert_ok(result: subprocess.CompletedProcess) -> None:
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+
+
+@pytest.fixture
+def out(tmp_path) -> str:
+    return str(tmp_path / "out")

@@ -1,0 +1,202 @@
+"""Issue 2: the whole path, real launcher, real torch.profiler, real files."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from conftest import assert_ok, check_json, npuprof, python, script, status_records, step_counts, torch_traces
+
+TRAIN = script("train_loop.py")
+
+
+def test_two_active_steps_one_trace_results_unchanged(out):
+    bare = python([TRAIN, "--steps", "12"])
+    assert_ok(bare)
+    result = npuprof(
+        ["--active", "2", "--skip-first", "2", "--output-dir", out, "--", sys.executable, TRAIN, "--steps", "12"]
+    )
+    assert_ok(result)
+    assert result.stdout == bare.stdout, "the job's stdout (loss and weight checksum) must be bit-identical"
+    assert step_counts(out) == [2]
+    (record,) = status_records(out)
+    assert record["steps"] == 12
+    assert record["window_steps"] == [3, 4]
+    assert record["windows_completed"] == 1
+    assert "1 process(es) profiled" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("mode", "extra"),
+    [("gan", []), ("nested", []), ("accum", ["--accum", "3"])],
+)
+def test_iterations_are_counted_not_optimizer_calls(out, mode, extra):
+    result = npuprof(
+        [
+            "--skip-first",
+            "3",
+            "--active",
+            "4",
+            "--output-dir",
+            out,
+            "--",
+            sys.executable,
+            TRAIN,
+            "--mode",
+            mode,
+            "--steps",
+            "10",
+            *extra,
+        ]
+    )
+    assert_ok(result)
+    (record,) = status_records(out)
+    assert record["steps"] == 10, f"{mode}: one step per iteration (optimizer step), got {record['steps']}"
+    assert step_counts(out) == [4]
+
+
+def test_lr_scheduler_shows_no_new_warning(out):
+    bare = python(["-W", "default", TRAIN, "--steps", "6"])
+    result = npuprof(["--output-dir", out, "--", sys.executable, "-W", "default", TRAIN, "--steps", "6"])
+    assert_ok(result)
+    warned = [line for line in result.stderr.splitlines() if "Warning" in line]
+    assert warned == [line for line in bare.stderr.splitlines() if "Warning" in line]
+    assert not any("lr_scheduler" in line for line in warned)
+    assert step_counts(out) == [1]
+
+
+def test_torch_compile_model_trains_and_profiles(out):
+    bare = python([TRAIN, "--compile", "--steps", "6"])
+    assert_ok(bare)
+    result = npuprof(
+        [
+            "--skip-first",
+            "2",
+            "--active",
+            "2",
+            "--output-dir",
+            out,
+            "--",
+            sys.executable,
+            TRAIN,
+            "--compile",
+            "--steps",
+            "6",
+        ]
+    )
+    assert_ok(result)
+    assert result.stdout == bare.stdout
+    assert step_counts(out) == [2]
+
+
+def test_repeat_gives_one_trace_per_window(out):
+    result = npuprof(
+        [
+            "--skip-first",
+            "1",
+            "--wait",
+            "1",
+            "--warmup",
+            "1",
+            "--active",
+            "2",
+            "--repeat",
+            "2",
+            "--output-dir",
+            out,
+            "--",
+            sys.executable,
+            TRAIN,
+            "--steps",
+            "12",
+        ]
+    )
+    assert_ok(result)
+    assert step_counts(out) == [2, 2]
+    (record,) = status_records(out)
+    assert record["windows_completed"] == 2
+
+
+@pytest.mark.parametrize("code", [0, 3, 77])
+def test_exit_code_passes_through(out, code):
+    result = npuprof(["--output-dir", out, "--", sys.executable, "-c", f"import sys; sys.exit({code})"])
+    assert result.returncode == code
+
+
+def test_death_by_signal_is_128_plus_n(out):
+    result = npuprof(
+        ["--output-dir", out, "--", sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+    )
+    assert result.returncode == 128 + 9
+
+
+def test_relative_output_dir_is_resolved_where_the_launcher_started(tmp_path):
+    job = (
+        "import os, runpy, sys; os.chdir(sys.argv[1]); sys.argv = [sys.argv[2]]; "
+        "runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = npuprof(
+        ["--output-dir", "rel_out", "--", sys.executable, "-c", job, str(elsewhere), TRAIN], cwd=str(tmp_path)
+    )
+    assert_ok(result)
+    assert len(torch_traces(str(tmp_path / "rel_out"))) == 1
+    assert not (elsewhere / "rel_out").exists()
+
+
+def test_user_pythonpath_entries_are_kept(out, tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "mylib.py").write_text("VALUE = 42\n")
+    env_pythonpath = str(lib)
+    from conftest import clean_env
+
+    result = npuprof(
+        [
+            "--output-dir",
+            out,
+            "--",
+            sys.executable,
+            "-c",
+            "import mylib, sys; print(mylib.VALUE); print(sys.path[1].endswith('sitecustomize_pkg'))",
+        ],
+        env=clean_env(PYTHONPATH=env_pythonpath),
+    )
+    assert_ok(result)
+    assert result.stdout.split() == ["42", "True"]
+
+
+def test_help_names_every_variable():
+    result = npuprof(["--help"])
+    assert_ok(result)
+    from npuprof_launch import options
+
+    for option in options.OPTIONS:
+        assert option.env in result.stdout
+        assert option.flag in result.stdout
+    assert "NPU_PROF_ACTIVE" in result.stdout
+
+
+def test_check_passes_after_a_complete_run(out):
+    assert_ok(npuprof(["--output-dir", out, "--", sys.executable, TRAIN, "--steps", "12"]))
+    code, report = check_json(out)
+    assert code == 0 and report["passed"] is True, report
+    (process,) = report["processes"]
+    assert process["steps"] == 12 and process["windows_completed"] == 1
+    assert process["traces"] and all(not os.path.isabs(t) for t in process["traces"])
+
+
+def test_no_hook_without_the_switch(tmp_path):
+    """With only the hook directory on PYTHONPATH and NPU_PROF_ENABLE unset, nothing happens."""
+    from conftest import clean_env
+
+    from npuprof_launch import cli
+
+    out = tmp_path / "o"
+    env = clean_env(PYTHONPATH=cli.HOOK_DIR, NPU_PROF_OUTPUT_DIR=str(out))
+    result = python(["-c", "import sys; print('npuprof_launch' in sys.modules)"], env=env)
+    assert_ok(result)
+    assert result.stdout.strip() == "False"
+    assert not out.exists()
