@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in str(exc).splitlines():
             sys.stderr.write(f"npuprof: {line}\n")
         return USAGE_ERROR
-    run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    # Inside another npuprof-run, keep its run: both launchers then report the same processes.
+    run_id = os.environ.get(session.RUN_ID_VAR) or f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     status = run_job(command, job_environment(config, os.environ, output_dir, run_id))
     try:
         sys.stderr.write(report.format_table(report.build(output_dir, run_id)) + "\n")

@@ -18,7 +18,14 @@ def make_dirs(path: str) -> None:
     """Create ``path`` with the user's umask, and never world-writable."""
     if os.path.isdir(path):
         return
-    os.makedirs(path, mode=0o775, exist_ok=True)
+    parent = os.path.dirname(os.path.abspath(path))
+    if parent != path:
+        make_dirs(parent)  # os.makedirs would give the parents 0o777 less the umask
+    try:
+        os.mkdir(path, 0o775)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
 
 
 def restrict(path: str) -> None:

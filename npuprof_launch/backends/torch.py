@@ -61,5 +61,8 @@ class TorchBackend:
         status.make_dirs(output_dir)
         path = os.path.join(output_dir, naming.torch_trace_name(worker, time.time_ns()))
         prof.export_chrome_trace(path)
+        # Kineto's writer fails silently (a full disk, a file-size limit): look before reporting success.
+        if not os.path.isfile(path) or os.path.getsize(path) == 0:
+            raise OSError(f"the trace export wrote nothing to {path}; is the disk full or the directory unwritable?")
         status.restrict(path)
         return [path]

@@ -6,6 +6,11 @@
 --mode accum   gradient accumulation: one optimizer step every --accum micro-batches
 --mode none    no optimizer at all (forward passes only)
 --compile      run the model through torch.compile
+--fault WHAT   a test double of the profiler: torch.profiler.profile's start, step, stop or
+               export_chrome_trace raises (the job itself never calls them)
+--break-output-at N   at step N, replace $NPU_PROF_OUTPUT_DIR by a plain file (a disk gone bad)
+--remove-output-at N  at step N, remove $NPU_PROF_OUTPUT_DIR with everything in it
+--announce     print "step N" to stderr after each step (for the signal tests)
 """
 
 import argparse
@@ -26,6 +31,28 @@ class Wrapper(torch.optim.Optimizer):
         return self.inner.step(closure)
 
 
+def inject_fault(method: str) -> None:
+    """Make one method of torch.profiler.profile raise, as a broken profiler would."""
+    import torch.profiler
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError(f"injected fault in profile.{method}")
+
+    setattr(torch.profiler.profile, method, broken)
+
+
+def damage_output(remove: bool) -> None:
+    import os
+    import shutil
+
+    out = os.environ.get("NPU_PROF_OUTPUT_DIR")
+    if out and os.path.isdir(out):
+        shutil.rmtree(out)
+        if not remove:
+            with open(out, "w") as handle:
+                handle.write("not a directory any more\n")
+
+
 def checksum(*modules) -> str:
     digest = hashlib.sha256()
     for module in modules:
@@ -41,7 +68,13 @@ def main() -> None:
     parser.add_argument("--accum", type=int, default=2)
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--sleep", type=float, default=0.0, help="seconds to sleep in each step")
+    parser.add_argument("--fault", choices=["start", "step", "stop", "export_chrome_trace"])
+    parser.add_argument("--break-output-at", type=int, default=-1)
+    parser.add_argument("--remove-output-at", type=int, default=-1)
+    parser.add_argument("--announce", action="store_true")
     args = parser.parse_args()
+    if args.fault:
+        inject_fault(args.fault)
     warnings.simplefilter("default")
 
     torch.manual_seed(0)
@@ -63,7 +96,9 @@ def main() -> None:
 
     import time
 
-    for _ in range(args.steps):
+    for index in range(args.steps):
+        if index == args.break_output_at or index == args.remove_output_at:
+            damage_output(remove=index == args.remove_output_at)
         if args.mode == "none":
             with torch.no_grad():
                 loss = torch.nn.functional.mse_loss(run(x), y)
@@ -79,6 +114,10 @@ def main() -> None:
             scheduler.step()
         if args.sleep:
             time.sleep(args.sleep)
+        if args.announce:
+            import sys
+
+            print(f"step {index + 1}", file=sys.stderr, flush=True)
     print(f"loss {loss.item():.10f}")
     print(f"checksum {checksum(model, other)}")
 

@@ -1,0 +1,1 @@
+"""Fake ``torch.optim`` without ``torch.optim.optimizer`` (see the package docstring)."""
