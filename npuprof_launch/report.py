@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-from npuprof_launch import deliverables, naming, status
+from npuprof_launch import deliverables, naming, options, status
 
 #: Ranks whose mean step time exceeds the fastest by more than this are flagged.
 SLOW_RANK_RATIO = 1.10
@@ -118,7 +118,7 @@ def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]
     if not excluded or processes:
         return []
     ranks = sorted({r.get("rank") for r in excluded if r.get("rank") is not None})
-    wanted = (excluded[0].get("options") or {}).get("ranks")
+    wanted = options.BY_NAME["ranks"].format((excluded[0].get("options") or {}).get("ranks") or ())
     return [f"--ranks {wanted} matched no process; the ranks that stepped were {ranks or 'none known'}"]
 
 

@@ -1,0 +1,15 @@
+"""Start two training processes as ranks 0 and 1 of a job, rank 1 sleeping longer in each step.
+
+Used to check that the report flags the slowest rank. The driver itself never imports torch.
+"""
+
+import os
+import subprocess
+import sys
+
+train = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_loop.py")
+children = [
+    subprocess.Popen([sys.executable, train, "--steps", "8", "--sleep", sleep], env={**os.environ, "RANK": str(rank)})
+    for rank, sleep in ((0, "0.0"), (1, "0.05"))
+]
+sys.exit(max(child.wait() for child in children))

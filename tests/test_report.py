@@ -1,0 +1,93 @@
+"""Issue 6: the chain is verified and every broken link is named with its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from conftest import assert_ok, check_json, clean_env, npuprof, python, script, status_records
+
+TRAIN = script("train_loop.py")
+
+
+def test_complete_run_passes_with_the_documented_fields(out):
+    assert_ok(npuprof(["--output-dir", out, "--", sys.executable, TRAIN, "--steps", "12"]))
+    code, report = check_json(out)
+    assert code == 0
+    assert report["passed"] is True and report["problems"] == []
+    (process,) = report["processes"]
+    for key in ("host", "pid", "rank", "backend", "steps", "windows_planned", "windows_completed", "traces", "errors"):
+        assert key in process
+    assert process["steps"] == 12 and process["windows_completed"] == 1 and process["backend"] == "torch"
+    assert process["profiler_steps"] == 1
+    names = [op["name"] for op in process["top_operators"]]
+    assert names and all(name.startswith("aten::") for name in names), names
+
+
+def test_window_longer_than_the_job_fails_check_with_its_numbers(out):
+    bare = python([TRAIN, "--steps", "12"])
+    result = npuprof(
+        ["--skip-first", "5", "--active", "20", "--output-dir", out, "--", sys.executable, TRAIN, "--steps", "12"]
+    )
+    assert result.returncode == 0, "the job's exit code stays its own"
+    assert result.stdout == bare.stdout
+    expected = (
+        "0 of 1 windows completed: the job ran 12 steps, the schedule needs skip_first + (wait + warmup + active) "
+        "x repeat = 5 + (0 + 0 + 20) x 1 = 25"
+    )
+    assert expected in result.stderr
+    code, report = check_json(out)
+    assert code == 1 and report["passed"] is False
+    assert any(expected in problem for problem in report["problems"])
+    (process,) = report["processes"]
+    assert process["partial_traces"] == 1, "what was recorded before the end is still saved"
+
+
+def test_job_without_optimizer_is_told_to_use_target(out):
+    result = npuprof(["--output-dir", out, "--", sys.executable, TRAIN, "--mode", "none", "--steps", "4"])
+    assert_ok(result)
+    assert "no process saw a step" in result.stderr and "--target MOD:QUALNAME" in result.stderr
+    assert "1 other process(es) imported torch but never stepped" in result.stderr
+    code, report = check_json(out)
+    assert code == 1 and report["idle_processes"] == 1
+    assert any("--target" in problem for problem in report["problems"])
+
+
+def test_ranks_that_match_no_process_are_named(out):
+    result = npuprof(
+        ["--ranks", "5", "--output-dir", out, "--", sys.executable, TRAIN, "--steps", "4"], env=clean_env(RANK="0")
+    )
+    assert_ok(result)
+    assert "--ranks 5 matched no process; the ranks that stepped were [0]" in result.stderr
+
+
+def test_two_ranks_at_different_speeds_flag_the_slower(out):
+    result = npuprof(["--output-dir", out, "--", sys.executable, script("two_speeds.py")])
+    assert_ok(result)
+    code, report = check_json(out)
+    slow = [p for p in report["processes"] if p.get("slowest_rank")]
+    assert [p["rank"] for p in slow] == [1], report
+    assert any(problem.startswith("rank 1 is the slowest") for problem in report["problems"])
+    assert "<- slowest" in result.stderr
+
+
+def test_missing_or_broken_trace_fails_check(out):
+    assert_ok(npuprof(["--output-dir", out, "--", sys.executable, TRAIN, "--steps", "4"]))
+    (record,) = status_records(out)
+    trace = os.path.join(out, record["traces"][0])
+    with open(trace, "w") as handle:
+        handle.write('{"traceEvents": [')
+    code, report = check_json(out)
+    assert code == 1
+    assert any("not a readable Chrome trace" in problem for problem in report["problems"])
+    with open(trace, "w") as handle:
+        json.dump({"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 0, "dur": 1}]}, handle)
+    code, report = check_json(out)
+    assert code == 1
+    assert any("no ProfilerStep# events" in problem for problem in report["problems"])
+
+
+def test_check_on_a_directory_that_is_not_there(tmp_path):
+    result = npuprof(["--check", str(tmp_path / "nothing")])
+    assert result.returncode == 2 and result.stderr.startswith("npuprof: --check")
