@@ -19,7 +19,7 @@ import sys
 import time
 
 import npuprof_launch
-from npuprof_launch import options, report, session
+from npuprof_launch import naming, options, report, session
 
 HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(npuprof_launch.__file__)), "sitecustomize_pkg")
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
@@ -30,11 +30,43 @@ GROUP_TITLES = {
     "schedule": "schedule (counted in steps of the job)",
     "steps": "step source and processes",
     "profiler": "profiler",
+    "npu": "Ascend NPU (torch_npu only)",
 }
+#: The one option that is also a mode: --analyse/--no-analyse set it, --analyse DIR parses DIR offline.
+ANALYSE = "analyse"
 
 
 class UsageError(Exception):
     """A problem found before starting: printed as one ``npuprof:`` line, exit status 2."""
+
+
+class _AnalyseAction(argparse.Action):
+    """``--analyse`` alone turns the option on; ``--analyse DIR`` asks for the offline mode instead.
+
+    The value is optional (nargs="?"), so argparse takes one only when the next word is not an
+    option; the job's command always comes after ``--``, which argparse never sees. So
+    ``--analyse -- python train.py`` is the option and ``--analyse DIR`` is the mode, always.
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if values is None:
+            setattr(namespace, self.dest, True)
+        else:
+            namespace.analyse_dir = values
+
+
+def _add_analyse(group, option: options.Option, text: str) -> None:
+    group.add_argument(
+        option.flag, dest=option.attr, action=_AnalyseAction, nargs="?", metavar="DIR", default=None, help=text
+    )
+    group.add_argument(
+        f"--no-{option.name}",
+        dest=option.attr,
+        action="store_const",
+        const=False,
+        default=None,
+        help=f"{option.env}=0: keep raw data only (for processes that cannot parse, e.g. daemons)",
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="npuprof-run",
         usage="npuprof-run [OPTIONS] -- COMMAND [ARG ...]\n"
         "       npuprof-run --print-env [OPTIONS]\n"
-        "       npuprof-run --check DIR [--json]",
+        "       npuprof-run --check DIR [--json]\n"
+        "       npuprof-run --analyse DIR [--export-type T]",
         description="Profile a PyTorch job without touching its code. Every option can also be given as the "
         "environment variable shown beside it; the command line wins.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -73,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
         text = f"{option.help} [{option.env}; default: {default}]"
         if option.choices and option.kind == "choice" and len(option.choices) <= 6:
             text = f"{option.help}: {', '.join(option.choices)} [{option.env}; default: {default}]"
-        if option.kind == "bool":
+        if option.name == ANALYSE:
+            _add_analyse(group, option, text + ". As a mode, --analyse DIR parses the raw data in DIR, then checks it")
+        elif option.kind == "bool":
             group.add_argument(
                 option.flag, dest=option.attr, action=argparse.BooleanOptionalAction, default=None, help=text
             )
@@ -82,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
                 option.flag, dest=option.attr, metavar=option.metavar or option.attr.upper(), default=None, help=text
             )
     parser.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.set_defaults(analyse_dir=None)
     return parser
 
 
@@ -199,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         command = command or namespace.command
         if namespace.check:
             return check(namespace.check, namespace.json)
+        if namespace.analyse_dir is not None:
+            return analyse(namespace.analyse_dir, namespace, command)
         config = resolve_config(namespace, os.environ)
         if namespace.print_env:
             print(print_env(config, os.environ))
@@ -233,3 +271,44 @@ def check(directory: str, as_json: bool) -> int:
         print(report.format_table(result))
         print("npuprof: check " + ("passed" if result["passed"] else "FAILED"))
     return 0 if result["passed"] else 1
+
+
+def analyse(directory: str, namespace: argparse.Namespace, command: list[str]) -> int:
+    """``--analyse DIR``: parse raw torch_npu data offline, then check it; exit 0 only when complete.
+
+    For ``--no-analyse`` runs and for jobs killed before their data was parsed. torch_npu's
+    ``analyse`` reports failures only as log lines, so the deliverable check afterwards decides.
+    """
+    from npuprof_launch import deliverables
+    from npuprof_launch.backends import npu
+    from npuprof_launch.bootstrap import warn
+
+    if command:
+        raise UsageError(
+            f"--analyse {directory} parses DIR offline and runs no command; to parse each window of a job, "
+            "put the job after --: npuprof-run --analyse -- COMMAND"
+        )
+    if not os.path.isdir(directory):
+        raise UsageError(f"--analyse {directory!r}: not a directory")
+    sessions = deliverables.ascend_dirs(directory)
+    if not sessions:
+        raise UsageError(
+            f"--analyse {directory!r}: no *{naming.ASCEND_DIR_SUFFIX} directory there; give the --output-dir "
+            "of a run or one of its session directories"
+        )
+    config = resolve_config(namespace, os.environ)
+    explicit = namespace.export_type is not None or os.environ.get(options.BY_NAME["export-type"].env)
+    export_types = config.export_type if explicit else None
+    try:
+        version = npu.analyse_offline(directory, export_types, warn)
+    except ImportError as exc:
+        raise UsageError(f"--analyse needs torch_npu, which does not import here: {exc}") from None
+    problems = []
+    for path in sessions:
+        problems.extend(deliverables.check_ascend_dir(path, export_types or deliverables.recorded_export_types(path)))
+    print(f"npuprof: torch_npu {version} analysed {len(sessions)} session(s) in {os.path.abspath(directory)}")
+    if problems:
+        print("npuprof: still incomplete (parsing needs CANN's msprof on PATH; each session's logs/ says more):")
+        print("\n".join(f"  - {problem}" for problem in problems))
+    print("npuprof: analyse " + ("FAILED" if problems else "passed"))
+    return 1 if problems else 0

@@ -7,10 +7,32 @@ The report, ``--check`` and the tests all use these functions.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import sqlite3
+
+from npuprof_launch import naming
 
 STEP_PREFIX = "ProfilerStep#"
+
+# The Ascend layout (reference/torch_npu_profiler.md section 3): names and columns as torch_npu writes them.
+PROFILER_INFO_PREFIX = "profiler_info"
+ASCEND_OUTPUT = "ASCEND_PROFILER_OUTPUT"
+TRACE_VIEW = "trace_view.json"
+KERNEL_DETAILS = "kernel_details.csv"
+OP_STATISTIC = "op_statistic.csv"
+OP_TYPE_COLUMN = "OP Type"
+OP_TOTAL_COLUMN = "Total Time(us)"
+#: Columns each text CSV must have (a subset; kernel_details gains metric columns per --aic-metrics).
+CSV_COLUMNS = {
+    KERNEL_DETAILS: ("Name", "Type", "Duration(us)"),
+    OP_STATISTIC: (OP_TYPE_COLUMN, "Count", OP_TOTAL_COLUMN),
+}
+DB_PREFIX = "ascend_pytorch_profiler"
+DB_DEVICE_TABLE = "NPU_INFO"
+#: At least one of these must hold a row: framework, CANN or device activity.
+DB_MAIN_TABLES = ("PYTORCH_API", "CANN_API", "TASK", "COMPUTE_TASK_INFO")
 
 
 class TraceSummary:
@@ -92,14 +114,171 @@ def count_profiler_steps(path: str) -> int:
     return len(summarize_torch_trace(path).step_names)
 
 
+def ascend_dirs(directory: str) -> list[str]:
+    """The torch_npu session directories at ``directory``: itself, or its direct subdirectories,
+    as torch_npu's own ``analyse`` finds them."""
+    if os.path.basename(os.path.normpath(directory)).endswith(naming.ASCEND_DIR_SUFFIX):
+        return [directory]
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [
+        os.path.join(directory, name)
+        for name in names
+        if name.endswith(naming.ASCEND_DIR_SUFFIX) and os.path.isdir(os.path.join(directory, name))
+    ]
+
+
+def _profiler_info(path: str, names: list[str]) -> dict | None:
+    """The first ``profiler_info*.json`` that parses (torch_npu writes it when the profiler stops)."""
+    for name in sorted(names):
+        if name.startswith(PROFILER_INFO_PREFIX) and name.endswith(".json"):
+            try:
+                with open(os.path.join(path, name)) as handle:
+                    info = json.load(handle)
+            except (OSError, ValueError):
+                continue
+            if isinstance(info, dict):
+                return info
+    return None
+
+
+def recorded_export_types(path: str) -> tuple[str, ...]:
+    """The export types torch_npu recorded for a session in its profiler_info*.json (text if unknown)."""
+    try:
+        info = _profiler_info(path, os.listdir(path)) or {}
+    except OSError:
+        info = {}
+    experimental = (info.get("config") or {}).get("experimental_config") or {}
+    value = experimental.get("_export_type") if isinstance(experimental, dict) else None
+    if isinstance(value, str):
+        value = [value]
+    types = tuple(t for t in (value or []) if t in ("text", "db"))
+    return types or ("text",)
+
+
+def _records_npu(info: dict | None) -> bool:
+    """Whether the session traced the NPU (the recorded activities; assumed when unrecorded)."""
+    try:
+        activities = info["config"]["common_config"]["activities"]
+    except (KeyError, TypeError):
+        return True
+    return any(str(activity).endswith("NPU") for activity in activities)
+
+
 def check_ascend_dir(path: str, export_types) -> list[str]:
-    """Problems of one ``*_ascend_pt`` directory; the npu backend's rules (filled in by the npu work)."""
-    problems = []
+    """Problems of one ``*_ascend_pt`` directory, in the order the field checks them.
+
+    ``profiler_info*.json`` is written when the profiler stops, so without it the collection never
+    ended properly. ``ASCEND_PROFILER_OUTPUT/`` is written by parsing; without it the raw data is
+    there but unparsed (--no-analyse, or a job killed first), and ``npuprof-run --analyse`` fixes it.
+    Then each exported deliverable must exist and hold data.
+    """
     if not os.path.isdir(path):
         return [f"{path}: missing"]
     names = os.listdir(path)
-    if not any(name.startswith("profiler_info") and name.endswith(".json") for name in names):
-        problems.append(f"{path}: no profiler_info*.json: the profiler was never stopped properly")
-    if "ASCEND_PROFILER_OUTPUT" not in names:
-        problems.append(f"{path}: no ASCEND_PROFILER_OUTPUT/: the data was not parsed; run npuprof-run --analyse")
+    info = _profiler_info(path, names)
+    if info is None:
+        return [f"{path}: no readable profiler_info*.json: the profiler was never stopped properly"]
+    output = os.path.join(path, ASCEND_OUTPUT)
+    if not os.path.isdir(output):
+        return [
+            f"{path}: no {ASCEND_OUTPUT}/: the raw data was never parsed; run npuprof-run --analyse "
+            f"{os.path.dirname(os.path.abspath(path))}"
+        ]
+    problems = []
+    if "text" in export_types:
+        problems.extend(_check_text(output))
+    if "db" in export_types:
+        problems.extend(_check_db(output, _records_npu(info)))
     return problems
+
+
+def _check_text(output: str) -> list[str]:
+    problems = []
+    trace = os.path.join(output, TRACE_VIEW)
+    try:
+        if not load_trace_events(trace):
+            problems.append(f"{trace}: holds no events")
+    except FileNotFoundError:
+        problems.append(f"{trace}: missing (text export)")
+    except (OSError, ValueError) as exc:
+        problems.append(f"{trace}: not readable JSON ({exc})")
+    for name, columns in CSV_COLUMNS.items():
+        problems.extend(_check_csv(os.path.join(output, name), columns))
+    return problems
+
+
+def read_csv(path: str) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and rows of a torch_npu CSV (UTF-8, possibly with a byte-order mark)."""
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+        return list(reader.fieldnames or []), rows
+
+
+def _check_csv(path: str, columns: tuple[str, ...]) -> list[str]:
+    try:
+        header, rows = read_csv(path)
+    except FileNotFoundError:
+        return [f"{path}: missing (text export)"]
+    except (OSError, ValueError, csv.Error) as exc:
+        return [f"{path}: not a readable CSV ({exc})"]
+    missing = [column for column in columns if column not in header]
+    if missing:
+        return [f"{path}: the header lacks {', '.join(missing)}"]
+    if not rows:
+        return [f"{path}: a header but no rows"]
+    return []
+
+
+def _check_db(output: str, traced_npu: bool) -> list[str]:
+    found = sorted(name for name in os.listdir(output) if name.startswith(DB_PREFIX) and name.endswith(".db"))
+    if not found:
+        return [f"{output}: no {DB_PREFIX}*.db (db export)"]
+    problems = []
+    for name in found:
+        problems.extend(_check_db_file(os.path.join(output, name), traced_npu))
+    return problems
+
+
+def _check_db_file(path: str, traced_npu: bool) -> list[str]:
+    """``PRAGMA quick_check`` and the main tables, read-only (the file is never modified)."""
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return [f"{path}: does not open as SQLite ({exc})"]
+    try:
+        verdict = [row[0] for row in connection.execute("PRAGMA quick_check")]
+        if verdict != ["ok"]:
+            return [f"{path}: PRAGMA quick_check failed: {'; '.join(map(str, verdict[:3]))}"]
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        filled = {table for table in tables if connection.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone()}
+    except sqlite3.Error as exc:
+        return [f"{path}: not a readable SQLite database ({exc})"]
+    finally:
+        connection.close()
+    problems = []
+    if traced_npu and DB_DEVICE_TABLE not in filled:
+        problems.append(f"{path}: table {DB_DEVICE_TABLE} is missing or empty")
+    if not filled.intersection(DB_MAIN_TABLES):
+        problems.append(f"{path}: none of the tables {', '.join(DB_MAIN_TABLES)} holds a row")
+    return problems
+
+
+def npu_operator_totals(path: str) -> dict[str, float]:
+    """Total device time (us) per operator type, from a session's op_statistic.csv (empty if none)."""
+    totals: dict[str, float] = {}
+    try:
+        _, rows = read_csv(os.path.join(path, ASCEND_OUTPUT, OP_STATISTIC))
+    except (OSError, ValueError, csv.Error):
+        return totals
+    for row in rows:
+        try:
+            us = float(row.get(OP_TOTAL_COLUMN) or 0)
+        except ValueError:
+            continue
+        name = row.get(OP_TYPE_COLUMN) or "?"
+        totals[name] = totals.get(name, 0.0) + us
+    return totals

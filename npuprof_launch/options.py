@@ -249,14 +249,14 @@ OPTIONS: tuple[Option, ...] = (
         group="profiler",
         metavar="LIST",
     ),
-    Option("level", "choice", "level0", "torch_npu profiler level", choices=LEVELS, group="profiler"),
+    Option("level", "choice", "level0", "torch_npu profiler level", choices=LEVELS, group="npu"),
     Option(
         "export-type",
         "choices",
         ("text",),
         "torch_npu export: text, db, or text,db",
         choices=EXPORT_TYPES,
-        group="profiler",
+        group="npu",
         metavar="T",
     ),
     Option(
@@ -265,7 +265,7 @@ OPTIONS: tuple[Option, ...] = (
         "AiCoreNone",
         "any torch_npu.profiler.AiCMetrics name",
         choices=AIC_METRICS,
-        group="profiler",
+        group="npu",
         metavar="M",
     ),
     Option("record-shapes", "bool", False, "record operator input shapes", group="profiler"),
@@ -273,6 +273,48 @@ OPTIONS: tuple[Option, ...] = (
     Option("with-stack", "bool", False, "record Python call stacks of operators", group="profiler"),
     Option("with-modules", "bool", False, "record the nn.Module hierarchy of operators", group="profiler"),
     Option("with-flops", "bool", False, "estimate FLOPs of matrix operators", group="profiler"),
+    Option("l2-cache", "bool", False, "collect L2 cache hit rates (torch_npu l2_cache)", group="npu"),
+    Option(
+        "data-simplification",
+        "bool",
+        True,
+        "delete torch_npu's intermediate files after parsing (--no-data-simplification keeps them)",
+        group="npu",
+    ),
+    Option(
+        "analyse",
+        "bool",
+        True,
+        "parse each window at its end; --no-analyse keeps raw data only, to parse later with --analyse DIR",
+        group="npu",
+    ),
+    Option(
+        "async-mode", "bool", False, "parse in a background process instead of inside the training step", group="npu"
+    ),
+    Option("mstx", "bool", False, "collect mstx marks and ranges (msprof_tx on older torch_npu)", group="npu"),
+    Option(
+        "host-sys",
+        "choices",
+        None,
+        "host system data to collect, e.g. cpu,mem (torch_npu host_sys)",
+        choices=HOST_SYS,
+        group="npu",
+        metavar="LIST",
+    ),
+    Option("sys-io", "bool", False, "collect NIC and RoCE data (torch_npu sys_io)", group="npu"),
+    Option(
+        "sys-interconnection", "bool", False, "collect HCCS and PCIe data (torch_npu sys_interconnection)", group="npu"
+    ),
+    Option("op-attr", "bool", False, "record operator attributes (needs --export-type db)", group="npu"),
+    Option("record-op-args", "bool", False, "dump operator arguments for AOE tuning", group="npu"),
+    Option(
+        "gc-detect-threshold",
+        "float",
+        None,
+        "record Python GC pauses longer than MS milliseconds (0: every one)",
+        group="npu",
+        metavar="MS",
+    ),
 )
 
 BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}

@@ -38,12 +38,21 @@ def _check_traces(record: dict, output_dir: str, process: dict, problems: list[s
         path = os.path.join(output_dir, rel)
         if backend == "npu":
             problems.extend(deliverables.check_ascend_dir(path, export_type))
+            for name, us in deliverables.npu_operator_totals(path).items():
+                process["_self"][name] = process["_self"].get(name, 0.0) + us
             continue
         summary = deliverables.summarize_torch_trace(path)
         problems.extend(summary.problems)
         process["profiler_steps"] += len(summary.step_names)
         for name, us in summary.self_time_us.items():
             process["_self"][name] = process["_self"].get(name, 0.0) + us
+    saved = record.get("windows_completed", 0) + record.get("partial_traces", 0)
+    if backend == "npu" and saved and not record.get("traces"):
+        problems.append(
+            f"{_label(record)}: torch_npu handed over {saved} window(s) but no {record.get('worker')}_*"
+            f"{naming.ASCEND_DIR_SUFFIX} directory appeared in {output_dir}: torch_npu wrote no data "
+            "(its [ERROR] lines on the job's stderr say why)"
+        )
 
 
 def build(output_dir: str, run_id: str | None = None) -> dict:
@@ -55,9 +64,14 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
     problems: list[str] = []
     processes = []
     excluded = []
+    declined = 0
     for record in records:
         if "unreadable" in record:
             problems.append(f"status record {record['file']} is unreadable: {record['unreadable']}")
+            continue
+        if record.get("declined"):
+            problems.append(f"{_label(record)}: not profiled: {record['declined']}")
+            declined += 1
             continue
         if record.get("state") == "off" and record.get("windows_planned", 0) == 0:
             excluded.append(record)
@@ -98,7 +112,7 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
         processes.append(process)
     problems.extend(_excluded_problems(excluded, processes))
     idle = _idle_processes(output_dir, run_id)
-    if not processes and not excluded:
+    if not processes and not excluded and not declined:
         hint = f" ({len(idle)} processes imported torch but never stepped)" if idle else ""
         problems.append(
             "no process saw a step: no optimizer.step was called" + hint + "; if the job has no optimizer "

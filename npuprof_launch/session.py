@@ -85,6 +85,7 @@ class Session:
         self._status_path = naming.status_path(output_dir, self.worker, self.started_ns)
         self._pid = os.getpid()
         self._window_open = False
+        self.declined: str | None = None
 
     # -- construction -------------------------------------------------------------------------
 
@@ -156,7 +157,10 @@ class Session:
         self.window_steps = (first, self._end_at)
         try:
             self.backend = backends.select(config, self.note_warning)
-            self.profiler = self.backend.build(config, self._on_trace_ready)
+            self.profiler = self.backend.build(config, self._on_trace_ready, self.output_dir, self.worker)
+        except backends.Declined as exc:
+            self._decline(str(exc))
+            return
         except Exception as exc:  # noqa: BLE001
             self._fail("creating the profiler", exc)
             return
@@ -255,6 +259,13 @@ class Session:
         if write:
             self._safe_write_status()
 
+    def _decline(self, reason: str) -> None:
+        """Another profiler owns this process: say why once, start nothing, keep counting steps."""
+        self.declined = reason
+        self.note_warning(reason)
+        self.state = OFF
+        self._safe_write_status()
+
     def note_warning(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
@@ -286,6 +297,7 @@ class Session:
             "traces": list(self.traces),
             "warnings": list(self.warnings),
             "errors": list(self.errors),
+            "declined": self.declined,
             "started_ns": self.started_ns,
             "updated_ns": time.time_ns(),
         }

@@ -1,20 +1,34 @@
 """Profiler backends: build the profiler object of a session from the options, and export a window.
 
 ``torch`` (torch.profiler, CPU and CUDA) and ``npu`` (torch_npu.profiler) take the same options.
-A backend has a ``name``, ``build(config, on_trace_ready)`` returning an object with
-``start()``, ``step()`` and ``stop()``, and ``export(prof, output_dir, worker)`` returning the
-paths it wrote for one window.
+A backend has a ``name``, ``build(config, on_trace_ready, output_dir, worker)`` returning an
+object with ``start()``, ``step()`` and ``stop()``, and ``export(prof, output_dir, worker)``
+returning the paths it wrote for one window. ``build`` gets the output directory and worker name
+because torch_npu fixes its output path when the trace handler is created, before the start.
 """
 
 from __future__ import annotations
 
-import importlib
+import sys
+
+
+class Declined(Exception):
+    """The backend will not profile this process, for a reason the user must hear but that is not a
+    failure: another profiler owns it (torch_npu's dynamic profiler, msMonitor, msprof)."""
 
 
 def npu_available() -> bool:
-    """True when torch_npu imports and reports an NPU device."""
+    """True when the job has imported torch_npu and it reports an NPU device.
+
+    Only a torch_npu the job already imported counts (itself, or through torch's device-backend
+    autoload): every job that computes on an NPU has imported it by its first step, and importing
+    it into a job that did not would change that job (torch_npu patches torch on import, and
+    starts its own profiler when PROF_CONFIG_PATH is set).
+    """
+    torch_npu = sys.modules.get("torch_npu")
+    if torch_npu is None:
+        return False
     try:
-        torch_npu = importlib.import_module("torch_npu")
         npu = getattr(torch_npu, "npu", None)
         return bool(npu is not None and npu.is_available())
     except Exception:  # noqa: BLE001 - a broken torch_npu means: no NPU here
@@ -22,7 +36,7 @@ def npu_available() -> bool:
 
 
 def select(config, note_warning):
-    """The backend for ``--backend``: auto picks npu when an NPU is present, else torch."""
+    """The backend for ``--backend``: auto picks npu when an NPU is present, else torch (CUDA or CPU)."""
     choice = config.backend
     if choice == "auto":
         choice = "npu" if npu_available() else "torch"

@@ -1,57 +1,401 @@
-"""torch_npu.profiler on Ascend NPU, built from the same options as the torch backend."""
+"""torch_npu.profiler on Ascend NPU, built from the same options as the torch backend.
+
+What may be passed depends on the torch_npu release, and releases do not grow in version order:
+the ``.postN`` builds are backports, so ``mstx`` is in 2.1.0.post17 but not in 2.6.0. A keyword an
+older release lacks raises a TypeError there, and some values are silently reset (a list
+``export_type`` becomes text in 2.4.0; an unknown ``host_sys`` item empties the whole list). So
+the backend first *plans* its calls as plain data (keywords, with enum members as names) from the
+options and the capabilities of one version, and ``build`` only carries the plan out. Nothing in
+the plan needs torch_npu, which is how the contract tests check it against the sources of real
+wheels on machines without an NPU.
+
+The per-version facts live in ``FEATURES`` and nowhere else. At run time they are refined by
+looking at the installed torch_npu itself (``inspect.signature``, ``hasattr``), because a build
+can carry a backport the table does not know about.
+"""
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
+from typing import NamedTuple
 
 from npuprof_launch import naming, status
+from npuprof_launch.backends import Declined
 
-LEVEL_NAMES = {"level_none": "Level_none", "level0": "Level0", "level1": "Level1", "level2": "Level2"}
+
+class Feature(NamedTuple):
+    """Something only some torch_npu releases have, and where to look for it.
+
+    ``since`` holds, per release line (major.minor.patch), the first build that has it. A line
+    newer than every listed one has it; an unlisted line older than the newest listed one
+    lacks it (2.3.1.post6, 2.4.0.post4 and 2.5.1 lack ``host_sys`` although 2.1.0.post17 has it).
+    ``kind`` is ``param`` (a parameter of the callable ``owner``; ``mentions``, when given, must
+    appear in its annotation) or ``member`` (an attribute of the constants class ``owner``).
+    ``owner`` is a path under ``torch_npu.profiler``.
+    """
+
+    name: str
+    since: tuple[str, ...]
+    kind: str
+    owner: str
+    attr: str
+    mentions: str = ""
+
+
+_BACKPORTED_2_5_1 = ("2.1.0.post17", "2.3.1.post6", "2.4.0.post4", "2.5.1")
+_BACKPORTED_2_6_0 = ("2.1.0.post17", "2.5.1.post1", "2.6.0")
+
+#: The one table of per-version facts, read from the wheels of 20 releases (2.1.0.post8 to 2.14.0;
+#: reference/torch_npu_profiler.md section 1.6). The contract tests re-read the sources of
+#: several releases and require this table to agree with them exactly.
+FEATURES: tuple[Feature, ...] = (
+    Feature("async_mode", _BACKPORTED_2_5_1, "param", "tensorboard_trace_handler", "async_mode"),
+    Feature("export_type_list", _BACKPORTED_2_5_1, "param", "_ExperimentalConfig", "export_type", "list"),
+    Feature("aic_memory_access", _BACKPORTED_2_5_1, "member", "AiCMetrics", "MemoryAccess"),
+    Feature("host_sys", _BACKPORTED_2_6_0, "param", "_ExperimentalConfig", "host_sys"),
+    Feature("sys_io", _BACKPORTED_2_6_0, "param", "_ExperimentalConfig", "sys_io"),
+    Feature("sys_interconnection", _BACKPORTED_2_6_0, "param", "_ExperimentalConfig", "sys_interconnection"),
+    Feature("analyse_export_type", _BACKPORTED_2_6_0, "param", "profiler.analyse", "export_type"),
+    Feature("mstx", ("2.1.0.post17", "2.6.0.post5", "2.7.1"), "param", "_ExperimentalConfig", "mstx"),
+    Feature("host_sys_numa", ("2.7.1.post11", "2.9.0.post9", "2.10.0.post7"), "member", "HostSystem", "NUMA"),
+)
+
+#: torch_npu's own defaults (the same in every release checked): a keyword whose value equals its
+#: default is left out, so the calls read like the field's own examples. The contract tests check
+#: these against each release.
+TORCH_NPU_DEFAULTS = {
+    "l2_cache": False,
+    "data_simplification": True,
+    "record_op_args": False,
+    "op_attr": False,
+    "gc_detect_threshold": None,
+    "sys_io": False,
+    "sys_interconnection": False,
+}
+
+LEVEL_MEMBERS = {"level_none": "Level_none", "level0": "Level0", "level1": "Level1", "level2": "Level2"}
+EXPORT_MEMBERS = {"text": "Text", "db": "Db"}
+DEFAULT_ACTIVITIES = ("cpu", "npu")
+#: Variables with which torch_npu starts its own (non-intrusive) profiler when it is imported.
+DYNAMIC_PROFILER_VARS = ("PROF_CONFIG_PATH", "MSMONITOR_USE_DAEMON", "KINETO_USE_DAEMON")
+
+
+def parse_version(text: str) -> tuple[int, int, int, int] | None:
+    """``2.4.0.post4`` -> (2, 4, 0, 4); a local suffix (``+git...``) is ignored; None if unreadable."""
+    match = re.match(r"\s*(\d+)\.(\d+)\.(\d+)(?:\.post(\d+))?", text or "")
+    if match is None:
+        return None
+    major, minor, patch, post = match.groups()
+    return int(major), int(minor), int(patch), int(post or 0)
+
+
+def has_feature(feature: Feature, version: str) -> bool:
+    """What the table says about ``version``; an unreadable version counts as newer than all."""
+    parsed = parse_version(version)
+    if parsed is None:
+        return True
+    firsts = [parse_version(first) for first in feature.since]
+    for first in firsts:
+        if first[:3] == parsed[:3]:
+            return parsed >= first
+    return parsed[:3] > max(first[:3] for first in firsts)
+
+
+def probe(feature: Feature, api) -> bool | None:
+    """Look at the installed torch_npu.profiler itself; None when it cannot tell."""
+    owner = api
+    for part in feature.owner.split("."):
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return False
+    if feature.kind == "member":
+        return hasattr(owner, feature.attr)
+    try:
+        parameters = inspect.signature(owner).parameters
+    except (TypeError, ValueError):
+        return None
+    parameter = parameters.get(feature.attr)
+    if parameter is None:
+        return False
+    if feature.mentions:
+        if parameter.annotation is inspect.Parameter.empty:
+            return None
+        return feature.mentions in str(parameter.annotation)
+    return True
+
+
+def capabilities(version: str, api=None) -> frozenset[str]:
+    """The features ``version`` has: the table's word, corrected by the installed code when given."""
+    found = set()
+    for feature in FEATURES:
+        present = has_feature(feature, version)
+        if api is not None:
+            seen = probe(feature, api)
+            if seen is not None:
+                present = seen
+        if present:
+            found.add(feature.name)
+    return frozenset(found)
+
+
+def installed_version(torch_npu) -> str:
+    version = getattr(torch_npu, "__version__", None) or getattr(getattr(torch_npu, "version", None), "__version__", "")
+    return str(version or "unknown")
+
+
+def conflict(environ) -> str | None:
+    """Why this process must not start a profiler of ours, or None.
+
+    torch_npu starts its own profiler on import when ``PROF_CONFIG_PATH`` is set or the msMonitor
+    daemon flag is 1 (read exactly as torch_npu reads it), and under ``msprof`` its profiler API
+    does nothing (2.7.1+) or competes with msprof for the same device data (older releases).
+    """
+    if environ.get("PROF_CONFIG_PATH", ""):
+        return (
+            "PROF_CONFIG_PATH is set: torch_npu's dynamic profiler profiles this process, so npuprof-run "
+            "starts no second profiler; unset PROF_CONFIG_PATH to profile with npuprof-run"
+        )
+    daemon = "MSMONITOR_USE_DAEMON" if environ.get("MSMONITOR_USE_DAEMON") else "KINETO_USE_DAEMON"
+    if environ.get(daemon, "").strip() == "1":
+        return (
+            f"{daemon}=1: torch_npu's msMonitor (dynolog) profiler owns this process, so npuprof-run starts "
+            f"no second profiler; unset {daemon} to profile with npuprof-run"
+        )
+    for var in ("PROFILER_SAMPLECONFIG", "PROFILING_MODE"):
+        if environ.get(var, ""):
+            return (
+                f"{var} is set: the job runs under msprof, which collects this process and disables "
+                f"torch_npu's profiler API, so npuprof-run starts no profiler; unset {var} to profile with npuprof-run"
+            )
+    return None
+
+
+class Member(NamedTuple):
+    """A constant of torch_npu.profiler by name (``ProfilerLevel.Level1``), looked up at build time."""
+
+    owner: str
+    name: str
+
+
+class Plan(NamedTuple):
+    """The keyword arguments of each torch_npu call, and the warnings that go with them."""
+
+    profile: dict
+    schedule: dict
+    handler: dict
+    experimental: dict
+    notes: list
+
+
+def _missing(flag: str, version: str, what: str, consequence: str) -> str:
+    return f"{flag}: torch_npu {version} has no {what}; {consequence}"
+
+
+def plan(config, version: str, caps: frozenset[str], output_dir: str, worker: str) -> Plan:
+    """Every option mapped onto the calls torch_npu ``version`` accepts; nothing is imported here."""
+    notes: list[str] = []
+    wanted = config.activities or DEFAULT_ACTIVITIES
+    if "cuda" in wanted:
+        notes.append("--activities cuda: the npu backend traces cpu and npu only; cuda is left out")
+    activities = [Member("ProfilerActivity", name.upper()) for name in wanted if name in DEFAULT_ACTIVITIES]
+    profile = {
+        "activities": activities or [Member("ProfilerActivity", name.upper()) for name in DEFAULT_ACTIVITIES],
+        "record_shapes": config.record_shapes,
+        "profile_memory": config.profile_memory,
+        "with_stack": config.with_stack,
+        "with_flops": config.with_flops,
+        "with_modules": config.with_modules,
+    }
+    schedule = {
+        "wait": config.wait,
+        "active": config.active,
+        "warmup": config.warmup,
+        "repeat": config.repeat,
+        "skip_first": 0,
+    }
+    handler = {"dir_name": output_dir, "worker_name": worker, "analyse_flag": config.analyse}
+    if config.async_mode:
+        if "async_mode" in caps:
+            handler["async_mode"] = True
+        else:
+            notes.append(
+                _missing(
+                    "--async-mode",
+                    version,
+                    "tensorboard_trace_handler(async_mode=)",
+                    "each window is parsed inside the step that ends it",
+                )
+            )
+    return Plan(profile, schedule, handler, _experimental(config, version, caps, notes), notes)
+
+
+def _experimental(config, version: str, caps: frozenset[str], notes: list[str]) -> dict:
+    """The ``_ExperimentalConfig`` keywords: always level, AI Core metrics and export type, whose
+    defaults differ between releases; every other field only when it differs from the default."""
+    fields: dict = {"profiler_level": Member("ProfilerLevel", LEVEL_MEMBERS[config.level])}
+    aic = config.aic_metrics
+    if aic != "AiCoreNone" and config.level in ("level_none", "level0"):
+        notes.append(
+            f"--aic-metrics {aic} needs --level level1 or level2 (torch_npu resets it at {config.level}); "
+            "collecting no AI Core metrics"
+        )
+        aic = "AiCoreNone"
+    if aic == "MemoryAccess" and "aic_memory_access" not in caps:
+        notes.append(
+            _missing("--aic-metrics MemoryAccess", version, "AiCMetrics.MemoryAccess", "torch_npu's default applies")
+        )
+    else:
+        fields["aic_metrics"] = Member("AiCMetrics", aic)
+    exports = [Member("ExportType", EXPORT_MEMBERS[name]) for name in config.export_type]
+    if len(exports) == 1:
+        fields["export_type"] = exports[0]
+    elif "export_type_list" in caps:
+        fields["export_type"] = exports
+    else:
+        notes.append(
+            _missing("--export-type text,db", version, "list export_type (one type per run)", "exporting text only")
+        )
+        fields["export_type"] = Member("ExportType", "Text")
+    mstx = config.mstx
+    if config.level == "level_none" and not mstx:
+        notes.append("--level level_none collects mstx data only: --mstx is turned on")
+        mstx = True
+    if mstx:
+        fields["mstx" if "mstx" in caps else "msprof_tx"] = True
+    if config.op_attr and "db" not in config.export_type:
+        notes.append("--op-attr needs --export-type db: torch_npu may ignore it with text export")
+    values = {
+        "l2_cache": config.l2_cache,
+        "data_simplification": config.data_simplification,
+        "record_op_args": config.record_op_args,
+        "op_attr": config.op_attr,
+        "gc_detect_threshold": config.gc_detect_threshold,
+        "sys_io": config.sys_io,
+        "sys_interconnection": config.sys_interconnection,
+    }
+    for name in ("sys_io", "sys_interconnection"):
+        if values[name] and name not in caps:
+            notes.append(_missing("--" + name.replace("_", "-"), version, f"_ExperimentalConfig({name}=)", "ignored"))
+            values[name] = TORCH_NPU_DEFAULTS[name]
+    for name, value in values.items():
+        if value != TORCH_NPU_DEFAULTS[name]:
+            fields[name] = value
+    host_sys = _host_sys(config.host_sys, version, caps, notes)
+    if host_sys:
+        fields["host_sys"] = host_sys
+    return fields
+
+
+def _host_sys(wanted, version: str, caps: frozenset[str], notes: list[str]) -> list[Member]:
+    if not wanted:
+        return []
+    if "host_sys" not in caps:
+        notes.append(_missing("--host-sys", version, "_ExperimentalConfig(host_sys=)", "ignored"))
+        return []
+    chosen = list(wanted)
+    if "numa" in chosen and "host_sys_numa" not in caps:
+        chosen.remove("numa")
+        # torch_npu empties the whole list when one item is unknown, so numa must go alone.
+        notes.append(_missing("--host-sys numa", version, "HostSystem.NUMA", "collecting the others only"))
+    return [Member("HostSystem", name.upper()) for name in chosen]
+
+
+def analyse_call(directory: str, export_types, version: str, caps: frozenset[str]) -> tuple[dict, list[str]]:
+    """The keywords of ``torch_npu.profiler.profiler.analyse`` for ``npuprof-run --analyse DIR``.
+
+    Without ``export_types`` torch_npu reads the export type of each run from its
+    profiler_info.json, which is what a re-parse should do.
+    """
+    kwargs: dict = {"profiler_path": directory}
+    notes = []
+    if export_types:
+        if "analyse_export_type" in caps:
+            kwargs["export_type"] = list(export_types) if len(export_types) > 1 else export_types[0]
+        else:
+            notes.append(
+                _missing("--export-type", version, "analyse(export_type=)", "each run is parsed as it was recorded")
+            )
+    return kwargs, notes
+
+
+def resolve(value, api):
+    """The plan's value with every ``Member`` replaced by the installed torch_npu's constant."""
+    if isinstance(value, Member):
+        return getattr(getattr(api, value.owner), value.name)
+    if isinstance(value, list):
+        return [resolve(item, api) for item in value]
+    if isinstance(value, dict):
+        return {key: resolve(item, api) for key, item in value.items()}
+    return value
 
 
 class NpuBackend:
+    """Builds the one torch_npu profiler of a process and reports the ``*_ascend_pt`` directories it made."""
+
     name = "npu"
 
     def __init__(self, note_warning) -> None:
         self.note_warning = note_warning
         self._handler = None
+        self._reported: set[str] = set()
 
-    def build(self, config, on_trace_ready):
+    def build(self, config, on_trace_ready, output_dir: str, worker: str):
+        """Create the trace handler first: calling torch_npu's factory sets the process-wide output
+        path that the profiler's start then uses for its ``*_ascend_pt`` directory."""
+        reason = conflict(os.environ)
+        if reason is not None:
+            raise Declined(reason)
         import torch_npu
 
-        profiler = torch_npu.profiler
-        activity = profiler.ProfilerActivity
-        wanted = config.activities or ("cpu", "npu")
-        activities = [activity.CPU if name == "cpu" else activity.NPU for name in wanted if name != "cuda"]
-        export_types = [profiler.ExportType.Text if t == "text" else profiler.ExportType.Db for t in config.export_type]
-        experimental = profiler._ExperimentalConfig(
-            profiler_level=getattr(profiler.ProfilerLevel, LEVEL_NAMES[config.level]),
-            aic_metrics=getattr(profiler.AiCMetrics, config.aic_metrics),
-            export_type=export_types,
-        )
-        self._output_dir = None
-        schedule = profiler.schedule(
-            wait=config.wait, warmup=config.warmup, active=config.active, repeat=config.repeat, skip_first=0
-        )
-        return profiler.profile(
-            activities=activities,
-            schedule=schedule,
+        api = torch_npu.profiler
+        version = installed_version(torch_npu)
+        chosen = plan(config, version, capabilities(version, api), output_dir, worker)
+        for note in chosen.notes:
+            self.note_warning(note)
+        status.make_dirs(output_dir)
+        self._reported = _session_dirs(output_dir, worker)
+        self._handler = api.tensorboard_trace_handler(**resolve(chosen.handler, api))
+        if not callable(self._handler):
+            # torch_npu catches its own errors and returns None; its [ERROR] line says why.
+            raise RuntimeError(f"torch_npu.profiler.tensorboard_trace_handler({output_dir!r}) returned no handler")
+        return api.profile(
+            schedule=api.schedule(**chosen.schedule),
             on_trace_ready=on_trace_ready,
-            record_shapes=config.record_shapes,
-            profile_memory=config.profile_memory,
-            with_stack=config.with_stack,
-            with_flops=config.with_flops,
-            with_modules=config.with_modules,
-            experimental_config=experimental,
+            experimental_config=api._ExperimentalConfig(**resolve(chosen.experimental, api)),
+            **resolve(chosen.profile, api),
         )
 
     def export(self, prof, output_dir: str, worker: str) -> list[str]:
-        """Hand the window to torch_npu's own trace handler; report the ``*_ascend_pt`` it created."""
-        import torch_npu
+        """Hand the window to torch_npu's handler (which parses it, unless --no-analyse) and report
+        the session directory that torch_npu created for it when the window started."""
+        self._handler(prof)
+        new = sorted(_session_dirs(output_dir, worker) - self._reported)
+        self._reported.update(new)
+        return [os.path.join(output_dir, name) for name in new]
 
-        status.make_dirs(output_dir)
-        before = set(os.listdir(output_dir))
-        handler = torch_npu.profiler.tensorboard_trace_handler(output_dir, worker_name=worker)
-        handler(prof)
-        created = sorted(set(os.listdir(output_dir)) - before)
-        return [os.path.join(output_dir, name) for name in created if name.endswith(naming.ASCEND_DIR_SUFFIX)]
+
+def _session_dirs(output_dir: str, worker: str) -> set[str]:
+    """torch_npu names them ``{worker}_{timestamp}_ascend_pt`` or ``{worker}_{pid}_{timestamp}_ascend_pt``."""
+    try:
+        names = os.listdir(output_dir)
+    except OSError:
+        return set()
+    return {name for name in names if name.startswith(worker + "_") and name.endswith(naming.ASCEND_DIR_SUFFIX)}
+
+
+def analyse_offline(directory: str, export_types, note_warning) -> str:
+    """Parse raw data in ``directory`` with torch_npu's offline ``analyse``; returns the torch_npu version.
+
+    Raises ImportError when torch_npu cannot be imported here.
+    """
+    import torch_npu
+    from torch_npu.profiler.profiler import analyse
+
+    version = installed_version(torch_npu)
+    kwargs, notes = analyse_call(directory, export_types, version, capabilities(version, torch_npu.profiler))
+    for note in notes:
+        note_warning(note)
+    analyse(**kwargs)
+    return version

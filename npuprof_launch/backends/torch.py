@@ -6,7 +6,7 @@ import os
 import time
 import warnings
 
-from npuprof_launch import naming, status
+from npuprof_launch import naming, options, status
 
 
 class TorchBackend:
@@ -30,15 +30,14 @@ class TorchBackend:
                 self.note_warning(f"--activities {name}: not available to the torch backend here; left out")
         return chosen or [activity.CPU]
 
-    def build(self, config, on_trace_ready):
+    def build(self, config, on_trace_ready, output_dir: str, worker: str):
+        """The profiler; ``output_dir`` and ``worker`` are only needed at export time here."""
         import torch
         import torch.profiler as profiler_module
 
-        for name in ("level", "export-type", "aic-metrics"):
-            option_value = config.get(name)
-            default = {"level": "level0", "export-type": ("text",), "aic-metrics": "AiCoreNone"}[name]
-            if option_value != default:
-                self.note_warning(f"--{name} applies to the npu backend only; the torch backend ignores it")
+        for option in options.OPTIONS:
+            if option.group == "npu" and config.get(option.name) != option.default:
+                self.note_warning(f"{option.flag} applies to the npu backend only; the torch backend ignores it")
         with warnings.catch_warnings():
             # torch warns on every schedule without warmup; warmup 0 is our documented default.
             warnings.filterwarnings("ignore", message=".*warmup.*")

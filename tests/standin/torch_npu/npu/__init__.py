@@ -1,0 +1,19 @@
+"""STAND-IN for torch_npu.npu: an NPU is "available" unless TORCH_NPU_STANDIN_NPU=0."""
+
+import os
+
+from torch_npu import _recorder
+
+
+def is_available() -> bool:
+    available = os.environ.get("TORCH_NPU_STANDIN_NPU", "1") != "0"
+    _recorder.record("is_available", result=available)
+    return available
+
+
+def device_count() -> int:
+    return 1 if is_available() else 0
+
+
+def synchronize(device=None) -> None:
+    """Nothing to wait for: the stand-in runs no device work."""
