@@ -179,6 +179,12 @@ class Member(NamedTuple):
     name: str
 
 
+class Built(NamedTuple):
+    """Filled in by ``build``: an object it creates from another part of the plan, or the session's callback."""
+
+    what: str
+
+
 class Plan(NamedTuple):
     """The keyword arguments of each torch_npu call, and the warnings that go with them."""
 
@@ -202,6 +208,9 @@ def plan(config, version: str, caps: frozenset[str], output_dir: str, worker: st
     activities = [Member("ProfilerActivity", name.upper()) for name in wanted if name in DEFAULT_ACTIVITIES]
     profile = {
         "activities": activities or [Member("ProfilerActivity", name.upper()) for name in DEFAULT_ACTIVITIES],
+        "schedule": Built("schedule"),
+        "on_trace_ready": Built("on_trace_ready"),
+        "experimental_config": Built("experimental_config"),
         "record_shapes": config.record_shapes,
         "profile_memory": config.profile_memory,
         "with_stack": config.with_stack,
@@ -360,11 +369,16 @@ class NpuBackend:
         if not callable(self._handler):
             # torch_npu catches its own errors and returns None; its [ERROR] line says why.
             raise RuntimeError(f"torch_npu.profiler.tensorboard_trace_handler({output_dir!r}) returned no handler")
+        made = {
+            "schedule": api.schedule(**chosen.schedule),
+            "experimental_config": api._ExperimentalConfig(**resolve(chosen.experimental, api)),
+            "on_trace_ready": on_trace_ready,
+        }
         return api.profile(
-            schedule=api.schedule(**chosen.schedule),
-            on_trace_ready=on_trace_ready,
-            experimental_config=api._ExperimentalConfig(**resolve(chosen.experimental, api)),
-            **resolve(chosen.profile, api),
+            **{
+                key: made[value.what] if isinstance(value, Built) else resolve(value, api)
+                for key, value in chosen.profile.items()
+            }
         )
 
     def export(self, prof, output_dir: str, worker: str) -> list[str]:

@@ -1,0 +1,218 @@
+"""Issue 5: the whole npu path with the recording torch_npu stand-in (launcher, hook, backend choice,
+schedule, stop), asserting on what torch_npu was asked to do and on the files and report."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import PYTHON, assert_ok, check_json, npuprof, python, script, status_records, step_counts
+from npu_standin import calls, only, standin_env
+
+TRAIN = script("train_loop.py")
+TRAIN_ON_NPU = script("train_on_npu.py")
+STEPS = "6"
+
+
+@pytest.fixture(scope="module")
+def bare_stdout() -> str:
+    """The job's stdout without the launcher: a loss and an exact weight checksum."""
+    result = python([TRAIN, "--steps", STEPS])
+    assert_ok(result)
+    return result.stdout
+
+
+@pytest.fixture
+def record(tmp_path) -> str:
+    return str(tmp_path / "torch_npu_calls.jsonl")
+
+
+def run(out: str, record: str, flags: list[str], job: str = TRAIN, steps: str = STEPS, **env) -> object:
+    return npuprof(["--output-dir", out, *flags, "--", PYTHON, job, "--steps", steps], env=standin_env(record, **env))
+
+
+def profiler_calls(record: str) -> list[str]:
+    return [c["call"] for c in calls(record) if c["call"] in ("start", "step", "stop")]
+
+
+def test_the_issue_command(out, record, bare_stdout):
+    """--backend npu --level level1 --export-type db --aic-metrics PipeUtilization --with-stack
+    --record-shapes --skip-first 1 --active 2: one profile, 2 steps, one window, stopped, same results."""
+    flags = ["--backend", "npu", "--level", "level1", "--export-type", "db", "--aic-metrics", "PipeUtilization"]
+    flags += ["--with-stack", "--record-shapes", "--skip-first", "1", "--active", "2"]
+    result = run(out, record, flags)
+    assert_ok(result)
+    assert result.stdout == bare_stdout, "the job's results must be unchanged"
+
+    experimental = {"profiler_level": "Level1", "aic_metrics": "ACL_AICORE_PIPE_UTILIZATION", "export_type": "db"}
+    assert only(record, "_ExperimentalConfig")["kwargs"] == experimental
+    profile = only(record, "profile")["kwargs"]
+    assert profile["activities"] == ["CPU", "NPU"]
+    assert profile["record_shapes"] is True and profile["with_stack"] is True
+    assert not (profile["profile_memory"] or profile["with_flops"] or profile["with_modules"])
+    assert profile["experimental_config"] == experimental
+    assert profile["schedule"] == {"wait": 0, "warmup": 0, "active": 2, "repeat": 1, "skip_first": 0}
+    assert profile["on_trace_ready"] == "<callable>"
+    (window,) = calls(record, "trace_ready")
+    assert window["steps"] == ["ProfilerStep#0", "ProfilerStep#1"]
+    assert only(record, "trace_handler")["analyse_flag"] is True
+    assert profiler_calls(record) == ["start", "step", "step", "stop"]
+    assert all(c.get("positional", []) == [] for c in calls(record)), "every argument is passed by keyword"
+
+    (status,) = status_records(out)
+    assert status["backend"] == "npu" and status["state"] == "done"
+    assert status["steps"] == int(STEPS) and status["window_steps"] == [2, 3] and status["windows_completed"] == 1
+    handler = only(record, "tensorboard_trace_handler")
+    assert handler["kwargs"] == {"dir_name": out, "worker_name": status["worker"], "analyse_flag": True}
+    names = [c["call"] for c in calls(record)]
+    assert names.index("tensorboard_trace_handler") < names.index("start"), "the output path is set before start"
+    assert len({c["pid"] for c in calls(record)}) == 1
+
+    code, report = check_json(out)
+    assert code == 1 and report["passed"] is False
+    assert any("_ascend_pt" in p and "wrote no data" in p for p in report["problems"]), report["problems"]
+
+
+def test_defaults_are_the_fields_own_example(out, record):
+    assert_ok(run(out, record, ["--backend", "npu"]))
+    assert only(record, "_ExperimentalConfig")["kwargs"] == {
+        "profiler_level": "Level0",
+        "aic_metrics": "ACL_AICORE_NONE",
+        "export_type": "text",
+    }
+    assert only(record, "profile")["kwargs"]["activities"] == ["CPU", "NPU"]
+    assert "async_mode" not in only(record, "tensorboard_trace_handler")["kwargs"]
+    (status,) = status_records(out)
+    assert status["warnings"] == []
+
+
+def test_every_npu_option_reaches_torch_npu(out, record):
+    flags = ["--backend", "npu", "--level", "level2", "--aic-metrics", "MemoryAccess", "--export-type", "text,db"]
+    flags += ["--l2-cache", "--no-data-simplification", "--mstx", "--host-sys", "cpu,numa", "--sys-io"]
+    flags += ["--sys-interconnection", "--op-attr", "--record-op-args", "--gc-detect-threshold", "2.5"]
+    flags += ["--async-mode", "--no-analyse", "--profile-memory", "--with-modules", "--with-flops"]
+    assert_ok(run(out, record, flags))
+    assert only(record, "_ExperimentalConfig")["kwargs"] == {
+        "profiler_level": "Level2",
+        "aic_metrics": "ACL_AICORE_MEMORY_ACCESS",
+        "export_type": ["text", "db"],
+        "l2_cache": True,
+        "data_simplification": False,
+        "mstx": True,
+        "host_sys": ["cpu", "numa"],
+        "sys_io": True,
+        "sys_interconnection": True,
+        "op_attr": True,
+        "record_op_args": True,
+        "gc_detect_threshold": 2.5,
+    }
+    profile = only(record, "profile")["kwargs"]
+    assert profile["profile_memory"] and profile["with_modules"] and profile["with_flops"]
+    handler = only(record, "tensorboard_trace_handler")["kwargs"]
+    assert handler["analyse_flag"] is False and handler["async_mode"] is True
+    assert only(record, "trace_handler")["analyse_flag"] is False
+    (status,) = status_records(out)
+    assert status["warnings"] == []
+
+
+def test_options_also_come_from_the_environment(out, record):
+    env = {"NPU_PROF_BACKEND": "npu", "NPU_PROF_L2_CACHE": "yes", "NPU_PROF_HOST_SYS": "mem,cpu"}
+    env.update({"NPU_PROF_GC_DETECT_THRESHOLD": "0", "NPU_PROF_ANALYSE": "off", "NPU_PROF_EXPORT_TYPE": "db"})
+    assert_ok(run(out, record, [], **env))
+    experimental = only(record, "_ExperimentalConfig")["kwargs"]
+    assert experimental["l2_cache"] is True and experimental["host_sys"] == ["mem", "cpu"]
+    assert experimental["gc_detect_threshold"] == 0 and experimental["export_type"] == "db"
+    assert only(record, "tensorboard_trace_handler")["kwargs"]["analyse_flag"] is False
+
+
+def test_an_older_torch_npu_gets_one_warning_per_missing_option(out, record, bare_stdout):
+    flags = ["--backend", "npu", "--level", "level1", "--aic-metrics", "MemoryAccess", "--export-type", "text,db"]
+    flags += ["--async-mode", "--host-sys", "cpu", "--sys-io", "--mstx"]
+    result = run(out, record, flags, version="2.4.0")
+    assert_ok(result)
+    assert result.stdout == bare_stdout
+    missing = ["--aic-metrics MemoryAccess", "--export-type text,db", "--async-mode", "--host-sys", "--sys-io"]
+    (status,) = status_records(out)
+    for flag in missing:
+        lines = [line for line in result.stderr.splitlines() if line.startswith(f"npuprof: {flag}:")]
+        assert len(lines) == 1, f"{flag}: expected one warning, got {lines}\n{result.stderr}"
+        assert "torch_npu 2.4.0" in lines[0]
+        assert lines[0].removeprefix("npuprof: ") in status["warnings"]
+    # 2.4.0 knows mstx as msprof_tx, exports one type per run, and has no MemoryAccess.
+    assert only(record, "_ExperimentalConfig")["kwargs"] == {
+        "profiler_level": "Level1",
+        "export_type": "text",
+        "msprof_tx": True,
+    }
+    assert "async_mode" not in only(record, "tensorboard_trace_handler")["kwargs"]
+    assert status["windows_completed"] == 1 and status["backend"] == "npu"
+
+
+@pytest.mark.parametrize(
+    ("job", "npu_present", "backend"),
+    [(TRAIN_ON_NPU, True, "npu"), (TRAIN_ON_NPU, False, "torch"), (TRAIN, True, "torch")],
+    ids=["job-imports-torch_npu-with-npu", "job-imports-torch_npu-without-npu", "job-without-torch_npu"],
+)
+def test_backend_auto(out, record, bare_stdout, job, npu_present, backend):
+    result = run(out, record, ["--backend", "auto"], job=job, npu=npu_present)
+    assert_ok(result)
+    assert result.stdout == bare_stdout
+    (status,) = status_records(out)
+    assert status["backend"] == backend
+    if backend == "npu":
+        assert len(calls(record, "profile")) == 1 and step_counts(out) == []
+    else:
+        assert calls(record, "profile") == [] and step_counts(out) == [1], "torch.profiler traced the window"
+    if job == TRAIN:
+        assert calls(record) == [], "auto must not import torch_npu into a job that does not use it"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("PROF_CONFIG_PATH", "<tmp>"),
+        ("MSMONITOR_USE_DAEMON", "1"),
+        ("KINETO_USE_DAEMON", "1"),
+        ("PROFILER_SAMPLECONFIG", '{"ai_core_profiling": "on"}'),
+        ("PROFILING_MODE", "dynamic"),
+    ],
+)
+def test_another_profiler_owns_the_process(out, record, bare_stdout, tmp_path, variable, value):
+    value = str(tmp_path) if value == "<tmp>" else value
+    result = run(out, record, ["--backend", "npu"], **{variable: value})
+    assert_ok(result)
+    assert result.stdout == bare_stdout
+    assert calls(record) == [], "no torch_npu call at all: not even an import"
+    said = [line for line in result.stderr.splitlines() if line.startswith("npuprof: ") and variable in line]
+    assert len(said) == 1, result.stderr
+    (status,) = status_records(out)
+    assert status["state"] == "off" and variable in status["declined"]
+    assert status["warnings"] == [status["declined"]] and status["steps"] == int(STEPS)
+    code, report = check_json(out)
+    assert code == 1 and any("not profiled" in p and variable in p for p in report["problems"])
+
+
+def test_a_daemon_flag_of_0_is_no_conflict(out, record):
+    """torch_npu reads MSMONITOR_USE_DAEMON before KINETO_USE_DAEMON: 0 there means no daemon."""
+    assert_ok(run(out, record, ["--backend", "npu"], MSMONITOR_USE_DAEMON="0", KINETO_USE_DAEMON="1"))
+    assert len(calls(record, "profile")) == 1
+
+
+def test_wait_warmup_and_repeat_give_one_handed_over_window_each(out, record):
+    flags = ["--backend", "npu", "--skip-first", "1", "--wait", "1", "--warmup", "1", "--active", "1"]
+    assert_ok(run(out, record, [*flags, "--repeat", "2"], steps="8"))
+    assert only(record, "schedule")["kwargs"] == {"wait": 1, "warmup": 1, "active": 1, "repeat": 2, "skip_first": 0}
+    assert [w["steps"] for w in calls(record, "trace_ready")] == [["ProfilerStep#2"], ["ProfilerStep#5"]]
+    assert len(calls(record, "trace_handler")) == 2
+    (status,) = status_records(out)
+    assert status["windows_completed"] == 2 and status["window_steps"] == [2, 7]
+
+
+def test_a_window_cut_short_by_the_end_of_the_job_is_stopped_and_handed_over(out, record):
+    result = run(out, record, ["--backend", "npu", "--skip-first", "4", "--active", "5"])
+    assert_ok(result)
+    assert profiler_calls(record)[-1] == "stop"
+    (window,) = calls(record, "trace_ready")
+    # Steps 5 and 6, and the ProfilerStep# span torch_npu opens after the last step() until stop().
+    assert window["steps"] == ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
+    (status,) = status_records(out)
+    assert status["partial_traces"] == 1 and status["windows_completed"] == 0
+    assert any("cut short" in warning for warning in status["warnings"])

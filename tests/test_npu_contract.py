@@ -1,0 +1,252 @@
+"""Issue 5: what the npu backend passes, checked against the sources of real torch_npu releases.
+
+For each release the wheel is fetched once (see npu_wheels.py) and read with ``ast``. The backend's
+own version logic is driven with that release's version string, and every keyword, required
+argument, list-typed value and constant it would use must exist in that release. The per-version
+table must agree with the sources exactly, and the recording stand-in must have the signatures of
+the releases it imitates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from conftest import PYTHON, ROOT, clean_env
+from npu_wheels import CONSTANT_CLASSES, RELEASES, UNKNOWN, ReleaseSource, wheel
+
+from npuprof_launch import options
+from npuprof_launch.backends import npu
+
+STANDIN = os.path.join(ROOT, "tests", "standin")
+_sources: dict[str, ReleaseSource] = {}
+
+
+@pytest.fixture(scope="session", params=RELEASES)
+def release(request) -> ReleaseSource:
+    """One real release's sources; the wheel is downloaded once and kept in the cache."""
+    version = request.param
+    if version not in _sources:
+        try:
+            _sources[version] = ReleaseSource(version, wheel(version))
+        except RuntimeError as exc:
+            pytest.skip(f"cannot fetch the torch_npu {version} wheel (needs PyPI): {exc}")
+    return _sources[version]
+
+
+def config(**given: str) -> options.Config:
+    """A configuration as the launcher would resolve it from these flags (no environment)."""
+    resolved, problems = options.resolve({name.replace("_", "-"): value for name, value in given.items()}, {})
+    assert not problems, problems
+    return resolved
+
+
+EVERYTHING = {
+    "level": "level2",
+    "aic_metrics": "MemoryAccess",
+    "export_type": "text,db",
+    "activities": "cpu",
+    "l2_cache": "1",
+    "data_simplification": "0",
+    "analyse": "0",
+    "async_mode": "1",
+    "mstx": "1",
+    "host_sys": ",".join(options.HOST_SYS),
+    "sys_io": "1",
+    "sys_interconnection": "1",
+    "op_attr": "1",
+    "record_op_args": "1",
+    "gc_detect_threshold": "2.5",
+    "record_shapes": "1",
+    "profile_memory": "1",
+    "with_stack": "1",
+    "with_modules": "1",
+    "with_flops": "1",
+    "wait": "1",
+    "warmup": "1",
+    "active": "2",
+    "repeat": "2",
+}
+
+
+def configurations() -> list[options.Config]:
+    """The defaults, everything on at once, and each level, AI Core metric and host_sys item alone."""
+    variants = [config(), config(**EVERYTHING), config(export_type="db", op_attr="1")]
+    variants += [config(level=level) for level in options.LEVELS]
+    variants += [config(level="level1", aic_metrics=metric) for metric in options.AIC_METRICS]
+    variants += [config(host_sys=item) for item in options.HOST_SYS]
+    return variants
+
+
+def violations(release: ReleaseSource, api: str, kwargs: dict) -> list[str]:
+    """Why these keywords would not be accepted by ``api`` of this release (empty when they would)."""
+    parameters = release.parameters(api)
+    problems = [f"{api}({name}=) does not exist" for name in kwargs if name not in parameters]
+    problems += [
+        f"{api}: required {name} is not passed"
+        for name, parameter in parameters.items()
+        if parameter.default == "<required>" and name not in kwargs
+    ]
+    for name, value in kwargs.items():
+        if isinstance(value, list) and name == "export_type" and "list" not in parameters[name].annotation:
+            problems.append(f"{api}({name}=) takes no list here ({parameters[name].annotation})")
+        for member in _members(value):
+            problems.extend(_member_problem(release, member))
+    return problems
+
+
+def _members(value) -> list[npu.Member]:
+    if isinstance(value, npu.Member):
+        return [value]
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, npu.Member)]
+    return []
+
+
+def _member_problem(release: ReleaseSource, member: npu.Member) -> list[str]:
+    if member.owner == "ProfilerActivity":  # a C++ enum: its members are those the Python sources use
+        found = release.references(f"ProfilerActivity.{member.name}")
+    else:
+        found = member.name in (release.members(member.owner) or {})
+    return [] if found else [f"{member.owner}.{member.name} does not exist"]
+
+
+def test_every_plan_uses_only_what_the_release_defines(release):
+    caps = npu.capabilities(release.version)
+    problems = []
+    for variant in configurations():
+        plan = npu.plan(variant, release.version, caps, "/data/out", "host_rank0_pid1")
+        for api, kwargs in (
+            ("profile", plan.profile),
+            ("schedule", plan.schedule),
+            ("tensorboard_trace_handler", plan.handler),
+            ("_ExperimentalConfig", plan.experimental),
+        ):
+            problems += [f"{problem} (options {variant.as_dict()})" for problem in violations(release, api, kwargs)]
+    assert not problems, f"torch_npu {release.version}:\n" + "\n".join(sorted(set(problems)))
+
+
+@pytest.mark.parametrize("export_types", [None, ("text",), ("db",), ("text", "db")])
+def test_offline_analyse_call_fits_the_release(release, export_types):
+    kwargs, notes = npu.analyse_call("/data/out", export_types, release.version, npu.capabilities(release.version))
+    assert violations(release, "profiler.analyse", kwargs) == []
+    if export_types and "export_type" not in kwargs:
+        assert notes and release.version in notes[0]
+
+
+@pytest.mark.parametrize("feature", npu.FEATURES, ids=lambda feature: feature.name)
+def test_the_version_table_agrees_with_the_sources(release, feature):
+    if feature.kind == "member":
+        in_sources = feature.attr in (release.members(feature.owner) or {})
+    else:
+        parameter = release.parameters(feature.owner).get(feature.attr)
+        in_sources = parameter is not None and feature.mentions in parameter.annotation
+    assert npu.has_feature(feature, release.version) == in_sources, (
+        f"FEATURES says {feature.name} is {'present' if not in_sources else 'absent'} in torch_npu "
+        f"{release.version}, its sources say otherwise"
+    )
+
+
+def test_left_out_keywords_have_the_defaults_we_assume(release):
+    parameters = release.parameters("_ExperimentalConfig")
+    for name, assumed in npu.TORCH_NPU_DEFAULTS.items():
+        if name in parameters:
+            assert parameters[name].default == assumed, (
+                f"{name}: torch_npu {release.version} defaults to {parameters[name].default!r}, "
+                f"the backend leaves it out when it is {assumed!r}"
+            )
+    for name in ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules"):
+        assert release.parameters("profile")[name].default is False
+
+
+def test_old_releases_get_one_warning_per_missing_option():
+    everything = config(**EVERYTHING)
+    plan = npu.plan(everything, "2.4.0", npu.capabilities("2.4.0"), "/data/out", "w")
+    for flag in ("--async-mode", "--host-sys", "--sys-io", "--sys-interconnection", "--export-type text,db"):
+        (note,) = [note for note in plan.notes if note.startswith(flag + ":")]
+        assert "torch_npu 2.4.0" in note
+    assert "async_mode" not in plan.handler and "host_sys" not in plan.experimental
+    assert plan.experimental["export_type"] == npu.Member("ExportType", "Text")
+    assert "aic_metrics" not in plan.experimental  # MemoryAccess is unknown there: torch_npu's default applies
+    assert plan.experimental["msprof_tx"] is True and "mstx" not in plan.experimental
+
+
+def test_newest_release_takes_every_option():
+    """On 2.14.0 no option is dropped: each one changes the calls."""
+    newest = RELEASES[-1]
+    caps = npu.capabilities(newest)
+    base = npu.plan(config(), newest, caps, "/o", "w")
+    assert base.notes == []
+    for name, value in EVERYTHING.items():
+        level = {"level": "level1"} if name == "aic_metrics" else {}  # AI Core metrics need level1+
+        before = npu.plan(config(**level), newest, caps, "/o", "w")
+        changed = npu.plan(config(**level, **{name: value}), newest, caps, "/o", "w")
+        assert changed[:4] != before[:4], f"--{name.replace('_', '-')} {value} does not reach torch_npu"
+    full = npu.plan(config(**EVERYTHING), newest, caps, "/o", "w")
+    assert [note for note in full.notes if "torch_npu" in note and newest in note] == []
+
+
+# -- the recording stand-in has the API of the releases it imitates ------------------------------
+
+DUMP = """
+import enum, inspect, json
+import torch_npu
+from torch_npu import profiler
+from torch_npu.profiler import profiler as module
+
+def parameters(obj):
+    out = {}
+    for name, p in inspect.signature(obj).parameters.items():
+        default = "<required>" if p.default is p.empty else p.default
+        if not isinstance(default, (str, int, float, bool, type(None))):
+            default = repr(default)
+        out[name] = [p.kind.name.lower(), default, str(p.annotation)]
+    return out
+
+def members(cls):
+    if cls is None:
+        return None
+    if isinstance(cls, type) and issubclass(cls, enum.Enum):
+        return {m.name: m.value for m in cls}
+    return {k: v for k, v in vars(cls).items() if not k.startswith("_")}
+
+apis = {"profile": profiler.profile, "schedule": profiler.schedule, "profiler.analyse": module.analyse,
+        "tensorboard_trace_handler": profiler.tensorboard_trace_handler,
+        "_ExperimentalConfig": profiler._ExperimentalConfig}
+print(json.dumps({
+    "version": torch_npu.__version__,
+    "apis": {name: parameters(obj) for name, obj in apis.items()},
+    "classes": {name: members(getattr(profiler, name, None)) for name in %r},
+    "all": list(profiler.__all__),
+    "activities": [a.name for a in profiler.ProfilerActivity],
+}))
+"""
+
+
+@pytest.mark.parametrize("version", ["2.14.0", "2.4.0"])
+def test_the_standin_has_the_api_of_the_release_it_imitates(version):
+    try:
+        real = _sources.get(version) or ReleaseSource(version, wheel(version))
+    except RuntimeError as exc:
+        pytest.skip(f"cannot fetch the torch_npu {version} wheel (needs PyPI): {exc}")
+    env = clean_env(PYTHONPATH=STANDIN, TORCH_NPU_STANDIN_VERSION=version)
+    result = subprocess.run(
+        [PYTHON, "-c", DUMP % (list(CONSTANT_CLASSES),)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    standin = json.loads(result.stdout)
+    assert standin["version"] == version
+    for api, parameters in standin["apis"].items():
+        expected = real.parameters(api)
+        assert list(parameters) == list(expected), f"{api}: parameter names or order differ"
+        for name, (kind, default, annotation) in parameters.items():
+            assert kind == expected[name].kind, f"{api}({name}): {kind} != {expected[name].kind}"
+            if expected[name].default != UNKNOWN:
+                assert default == expected[name].default, f"{api}({name}=) default differs"
+            assert ("list" in annotation) == ("list" in expected[name].annotation), f"{api}({name}) list-ness"
+    for cls, members in standin["classes"].items():
+        assert members == real.members(cls), f"{cls} differs from torch_npu {version}"
+    assert standin["all"] == real.exports(), "torch_npu.profiler.__all__ differs"
+    assert all(real.references(f"ProfilerActivity.{name}") for name in standin["activities"])
