@@ -250,3 +250,22 @@ def test_the_standin_has_the_api_of_the_release_it_imitates(version):
         assert members == real.members(cls), f"{cls} differs from torch_npu {version}"
     assert standin["all"] == real.exports(), "torch_npu.profiler.__all__ differs"
     assert all(real.references(f"ProfilerActivity.{name}") for name in standin["activities"])
+
+
+PROBE = (
+    "import json, torch_npu; from npuprof_launch.backends import npu; "
+    "print(json.dumps(sorted(npu.capabilities(%r, torch_npu.profiler))))"
+)
+
+
+@pytest.mark.parametrize(("imitated", "claimed"), [("2.14.0", "2.2.0"), ("2.4.0", "2.14.0")])
+def test_the_installed_code_outranks_the_table(imitated, claimed):
+    """A build with a backport the table does not know (or without one it expects) is judged by its
+    signatures and constants: the stand-in of ``imitated`` claiming to be ``claimed``."""
+    assert npu.capabilities(claimed) != npu.capabilities(imitated), (
+        "the table must disagree for this test to mean anything"
+    )
+    env = clean_env(PYTHONPATH=os.pathsep.join([STANDIN, ROOT]), TORCH_NPU_STANDIN_VERSION=imitated)
+    result = subprocess.run([PYTHON, "-c", PROBE % claimed], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert set(json.loads(result.stdout)) == set(npu.capabilities(imitated))
