@@ -41,6 +41,7 @@ def test_the_issue_command(out, record, bare_stdout):
     result = run(out, record, flags)
     assert_ok(result)
     assert result.stdout == bare_stdout, "the job's results must be unchanged"
+    assert "Profiler won't be using warmup" in result.stderr, "torch_npu's build-time warnings go to stderr"
 
     experimental = {"profiler_level": "Level1", "aic_metrics": "ACL_AICORE_PIPE_UTILIZATION", "export_type": "db"}
     assert only(record, "_ExperimentalConfig")["kwargs"] == experimental

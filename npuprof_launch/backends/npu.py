@@ -16,9 +16,11 @@ can carry a backport the table does not know about.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
+import sys
 from typing import NamedTuple
 
 from npuprof_launch import naming, status
@@ -365,21 +367,24 @@ class NpuBackend:
             self.note_warning(note)
         status.make_dirs(output_dir)
         self._reported = _session_dirs(output_dir, worker)
-        self._handler = api.tensorboard_trace_handler(**resolve(chosen.handler, api))
-        if not callable(self._handler):
-            # torch_npu catches its own errors and returns None; its [ERROR] line says why.
-            raise RuntimeError(f"torch_npu.profiler.tensorboard_trace_handler({output_dir!r}) returned no handler")
-        made = {
-            "schedule": api.schedule(**chosen.schedule),
-            "experimental_config": api._ExperimentalConfig(**resolve(chosen.experimental, api)),
-            "on_trace_ready": on_trace_ready,
-        }
-        return api.profile(
-            **{
-                key: made[value.what] if isinstance(value, Built) else resolve(value, api)
-                for key, value in chosen.profile.items()
+        # torch_npu prints its warnings on stdout (e.g. for every schedule without warmup); those
+        # caused by building the profiler are ours to report, so they go to stderr, not the job's stdout.
+        with contextlib.redirect_stdout(sys.stderr):
+            self._handler = api.tensorboard_trace_handler(**resolve(chosen.handler, api))
+            if not callable(self._handler):
+                # torch_npu catches its own errors and returns None; its [ERROR] line says why.
+                raise RuntimeError(f"torch_npu.profiler.tensorboard_trace_handler({output_dir!r}) returned no handler")
+            made = {
+                "schedule": api.schedule(**chosen.schedule),
+                "experimental_config": api._ExperimentalConfig(**resolve(chosen.experimental, api)),
+                "on_trace_ready": on_trace_ready,
             }
-        )
+            return api.profile(
+                **{
+                    key: made[value.what] if isinstance(value, Built) else resolve(value, api)
+                    for key, value in chosen.profile.items()
+                }
+            )
 
     def export(self, prof, output_dir: str, worker: str) -> list[str]:
         """Hand the window to torch_npu's handler (which parses it, unless --no-analyse) and report

@@ -1,4 +1,4 @@
-"""STAND-IN for torch_npu/profiler/scheduler.py: the same Schedule, without its warning prints."""
+"""STAND-IN for torch_npu/profiler/scheduler.py: the same Schedule, and its warning for warmup 0 on stdout."""
 
 from enum import Enum
 
@@ -42,6 +42,8 @@ class Schedule:
         self.repeat = repeat if isinstance(repeat, int) and repeat >= 0 else 0
         self.skip_first = skip_first if isinstance(skip_first, int) and skip_first >= 0 else 0
         self.skip_first_wait = skip_first_wait
+        if self.warmup == 0:
+            _recorder.print_warn_msg("Profiler won't be using warmup, this can skew profiler results")
 
     def __call__(self, step: int) -> ProfilerAction:
         if step < self.skip_first:
