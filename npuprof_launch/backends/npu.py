@@ -80,8 +80,6 @@ TORCH_NPU_DEFAULTS = {
 LEVEL_MEMBERS = {"level_none": "Level_none", "level0": "Level0", "level1": "Level1", "level2": "Level2"}
 EXPORT_MEMBERS = {"text": "Text", "db": "Db"}
 DEFAULT_ACTIVITIES = ("cpu", "npu")
-#: Variables with which torch_npu starts its own (non-intrusive) profiler when it is imported.
-DYNAMIC_PROFILER_VARS = ("PROF_CONFIG_PATH", "MSMONITOR_USE_DAEMON", "KINETO_USE_DAEMON")
 
 
 def parse_version(text: str) -> tuple[int, int, int, int] | None:
@@ -160,7 +158,7 @@ def conflict(environ) -> str | None:
             "starts no second profiler; unset PROF_CONFIG_PATH to profile with npuprof-run"
         )
     daemon = "MSMONITOR_USE_DAEMON" if environ.get("MSMONITOR_USE_DAEMON") else "KINETO_USE_DAEMON"
-    if environ.get(daemon, "").strip() == "1":
+    if _as_int(environ.get(daemon, "")) == 1:
         return (
             f"{daemon}=1: torch_npu's msMonitor (dynolog) profiler owns this process, so npuprof-run starts "
             f"no second profiler; unset {daemon} to profile with npuprof-run"
@@ -172,6 +170,14 @@ def conflict(environ) -> str | None:
                 f"torch_npu's profiler API, so npuprof-run starts no profiler; unset {var} to profile with npuprof-run"
             )
     return None
+
+
+def _as_int(text: str) -> int:
+    """The flag as torch_npu reads it: ``int(value)``, 0 when that fails."""
+    try:
+        return int(text)
+    except ValueError:
+        return 0
 
 
 class Member(NamedTuple):
