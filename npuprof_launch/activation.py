@@ -24,8 +24,9 @@ def activate(torch_module: object, environ: os._Environ | dict) -> None:
     """Arm the optimizer-step clock; it builds the session lazily at the first step."""
     import atexit
 
-    from npuprof_launch import clock
+    from npuprof_launch import clock, coexist
 
+    coexist.install(torch_module)
     clock.install_optimizer_clock(torch_module, _first_step)
     atexit.register(_tally_if_idle, os.getpid())
 

@@ -19,7 +19,7 @@ import signal
 import sys
 import time
 
-from npuprof_launch import naming, options, status
+from npuprof_launch import coexist, naming, options, status
 
 WAITING, RUNNING, DONE, FAILED, OFF = "waiting", "running", "done", "failed", "off"
 #: Internal: set by the launcher so its report shows only the processes of its own run.
@@ -165,6 +165,7 @@ class Session:
             self._fail("creating the profiler", exc)
             return
         self.state = RUNNING
+        coexist.claim(self.profiler, self._yield_to_job_profiler)
         if not self._guard("start", self.profiler.start):
             return
         self._install_sigterm_flush()
@@ -203,6 +204,14 @@ class Session:
         if self.state == RUNNING:
             self.state = DONE
         self.profiler = None
+
+    def _yield_to_job_profiler(self) -> None:
+        """The job starts a torch profiler of its own: stop ours first (see coexist.py), then only count."""
+        if self.state != RUNNING:
+            return
+        self.flush("the job's own torch profiler")
+        self._decline(coexist.REASON)
+        self._safe_write_status()
 
     def at_exit(self) -> None:
         if os.getpid() != self._pid:

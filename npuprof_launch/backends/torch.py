@@ -6,7 +6,8 @@ import os
 import time
 import warnings
 
-from npuprof_launch import naming, options, status
+from npuprof_launch import coexist, naming, options, status
+from npuprof_launch.backends import Declined
 
 
 class TorchBackend:
@@ -32,6 +33,8 @@ class TorchBackend:
 
     def build(self, config, on_trace_ready, output_dir: str, worker: str):
         """The profiler; ``output_dir`` and ``worker`` are only needed at export time here."""
+        if coexist.job_profiler_active():
+            raise Declined(coexist.REASON)
         import torch
         import torch.profiler as profiler_module
 

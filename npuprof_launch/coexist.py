@@ -1,0 +1,105 @@
+"""The job's own torch profiler: npuprof's profiler never runs at the same time as one.
+
+Kineto keeps one profiling session per process. When two torch profilers overlap (one prepared
+or recording while the other starts), the one that stops second gets an empty result and its
+``export_chrome_trace`` kills the process with a segmentation fault (measured with torch 2.13:
+Lightning's ``Trainer(profiler="pytorch")`` run under npuprof-run died that way). So from the
+moment torch is imported, every ``torch.autograd.profiler.profile`` is watched; it is the object
+under both ``torch.profiler.profile`` and the legacy ``torch.autograd.profiler.profile``:
+
+* while a profiler of the job is prepared or recording, npuprof's is not created
+  (``job_profiler_active``, checked by the backend, which then declines);
+* when the job prepares or starts one while npuprof's exists, npuprof's is stopped first and this
+  process goes on unprofiled by npuprof (``claim`` names the callback that does it).
+
+The job's profiler always wins: it is the user's, and the job must run as it would without us.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+#: The job's own profilers between their prepare or start and their exit (strong references: one
+#: dropped without being stopped still holds kineto's session).
+_active: set = set()
+_ours = None
+_on_job_profiler = None
+_installed = False
+
+REASON = (
+    "the job runs a torch profiler of its own (torch.profiler.profile, or a framework's such as "
+    "Lightning's profiler='pytorch'); npuprof does not run a second one in this process, as two at once "
+    "crash it: drop one of the two"
+)
+
+
+def install(torch_module) -> None:
+    """Watch the prepare, start and exit of every torch autograd profiler (once per process)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    profile = getattr(getattr(getattr(torch_module, "autograd", None), "profiler", None), "profile", None)
+    if profile is None or not all(hasattr(profile, name) for name in ("_prepare_trace", "_start_trace", "__exit__")):
+        return
+    profile._prepare_trace = _entering(profile._prepare_trace)
+    profile._start_trace = _entering(profile._start_trace)
+    profile.__exit__ = _exiting(profile.__exit__)
+
+
+def job_profiler_active() -> bool:
+    """True while a profiler of the job (not npuprof's) is prepared or recording in this process."""
+    if _active:
+        return True
+    try:
+        import torch
+
+        return bool(torch._C._autograd._profiler_enabled())
+    except Exception:  # noqa: BLE001 - a torch without this query: rely on the watch alone
+        return False
+
+
+def claim(profiler, on_job_profiler) -> None:
+    """``profiler`` is npuprof's; call ``on_job_profiler()`` (once) if the job starts one while it exists."""
+    global _ours, _on_job_profiler
+    _ours = weakref.ref(profiler)
+    _on_job_profiler = on_job_profiler
+
+
+def _is_ours(autograd_profile) -> bool:
+    ours = _ours() if _ours is not None else None
+    # torch.profiler.profile creates its autograd profile before preparing it.
+    return ours is not None and (autograd_profile is ours or getattr(ours, "profiler", None) is autograd_profile)
+
+
+def _job_profiler_entering(autograd_profile) -> None:
+    global _ours, _on_job_profiler
+    try:
+        if _is_ours(autograd_profile):
+            return
+        _active.add(autograd_profile)
+        callback = _on_job_profiler
+        if _ours is not None and _ours() is not None and callback is not None:
+            _ours = _on_job_profiler = None
+            callback()
+    except Exception:  # noqa: BLE001 - the job's own profiler must never see our failure
+        pass
+
+
+def _entering(method):
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        _job_profiler_entering(self)
+        return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+def _exiting(method):
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        _active.discard(self)
+        return method(self, *args, **kwargs)
+
+    return wrapper

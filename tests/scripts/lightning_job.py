@@ -1,0 +1,77 @@
+"""A tiny PyTorch Lightning job, written as the Lightning docs show it; no npuprof code.
+
+A LightningModule with automatic optimization (Lightning runs training_step inside
+optimizer.step(closure) through its LightningOptimizer wrapper), an LR scheduler from
+configure_optimizers, gradient accumulation over 2 batches. Logs, checkpoints and the
+progress bar are off; the root directory is temporary. Prints the last loss, Lightning's own
+count of optimizer steps and an exact checksum of the weights.
+
+--profiler NAME   Lightning's own profiler ("simple", or "pytorch", which runs a torch.profiler of its own)
+"""
+
+import argparse
+import hashlib
+import tempfile
+
+import lightning as L
+import torch
+
+
+class Regressor(L.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+        self.last_loss = None
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.net(x), y)
+        self.last_loss = loss.detach()
+        return loss
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.AdamW(self.parameters(), lr=1e-2)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=4)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def checksum(model: torch.nn.Module) -> str:
+    digest = hashlib.sha256()
+    for tensor in model.state_dict().values():
+        digest.update(repr(tensor.tolist()).encode())
+    return digest.hexdigest()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--profiler", choices=["simple", "pytorch"])
+    args = parser.parse_args()
+
+    L.seed_everything(0, verbose=False)
+    x = torch.randn(256, 16)
+    data = torch.utils.data.TensorDataset(x, x.sum(dim=1, keepdim=True))
+    loader = torch.utils.data.DataLoader(data, batch_size=8, shuffle=True)
+    model = Regressor()
+    with tempfile.TemporaryDirectory() as scratch:
+        trainer = L.Trainer(
+            max_steps=args.steps,
+            accumulate_grad_batches=2,
+            accelerator="cpu",
+            devices=1,
+            deterministic=True,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            profiler=args.profiler,
+            default_root_dir=scratch,
+        )
+        trainer.fit(model, loader)
+    print(f"loss {model.last_loss.item()!r}")
+    print(f"optimizer_steps {trainer.global_step}")
+    print(f"checksum {checksum(model)}")
+
+
+if __name__ == "__main__":
+    main()
