@@ -1,7 +1,8 @@
 """What the sitecustomize hook calls: arm the step clock the moment the process imports torch.
 
-Runs in every Python process of the job, so it only registers a post-import watch (standard
-library, well under a millisecond). Options are read, and anything heavy is imported, only
+Runs in every Python process of the job, so it only registers post-import watches (standard
+library, well under a millisecond): one for torch, and one for the module of each function
+declared with --target or --stage. Options are read, and anything heavy is imported, only
 when torch has been imported; the profiler itself is created only at the first counted step.
 """
 
@@ -13,6 +14,10 @@ import sys
 from npuprof_launch import importwatch
 
 _installed = False
+#: The variables that declare step functions (options.py derives the same names from its table).
+TARGET_VAR = "NPU_PROF_TARGET"
+STAGE_VAR = "NPU_PROF_STAGE"
+SCENARIO_VAR = "NPU_PROF_SCENARIO"
 
 
 def warn(message: str) -> None:
@@ -30,7 +35,12 @@ def install() -> None:
     if _installed:
         return
     _installed = True
-    importwatch.finder().watch("torch", _on_torch_imported)
+    finder = importwatch.finder()
+    finder.watch("torch", _on_torch_imported)
+    if os.environ.get(TARGET_VAR) or os.environ.get(STAGE_VAR):
+        from npuprof_launch import targets
+
+        targets.arm(os.environ, finder)
 
 
 def _on_torch_imported(torch_module: object) -> None:

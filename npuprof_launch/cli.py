@@ -112,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument(
                 option.flag, dest=option.attr, action=argparse.BooleanOptionalAction, default=None, help=text
             )
+        elif option.kind == "stages":
+            group.add_argument(option.flag, dest=option.attr, metavar=option.metavar, action="append", help=text)
         else:
             group.add_argument(
                 option.flag, dest=option.attr, metavar=option.metavar or option.attr.upper(), default=None, help=text
@@ -127,7 +129,7 @@ def given_options(namespace: argparse.Namespace) -> dict[str, str]:
     for option in options.OPTIONS:
         value = getattr(namespace, option.attr)
         if value is not None:
-            given[option.name] = option.format(value) if isinstance(value, bool) else value
+            given[option.name] = option.format(value) if isinstance(value, (bool, list)) else value
     return given
 
 
@@ -158,7 +160,11 @@ def hook_pythonpath(current: str) -> str:
 
 
 def print_env(config: options.Config, environ) -> str:
-    """Export lines for an existing launch script. Only what differs from the defaults is set."""
+    """Export lines for an existing launch script: what the prefix would export, as few lines as that takes.
+
+    An option at its default is left out, unless its variable is set in this environment: the
+    script would inherit that value, where the prefix exports the resolved one (flags win).
+    """
     lines = [
         f"export {options.ENABLE_VAR}=1",
         f'export PYTHONPATH={shlex.quote(HOOK_DIR)}"${{PYTHONPATH:+:$PYTHONPATH}}"',
@@ -167,7 +173,7 @@ def print_env(config: options.Config, environ) -> str:
         value = config.get(option.name)
         if option.name == "output-dir":
             value = os.path.abspath(value)
-        elif value == option.default or value is None:
+        elif (value == option.default or value is None) and not environ.get(option.env):
             continue
         lines.append(f"export {option.env}={shlex.quote(option.format(value))}")
     return "\n".join(lines)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from npuprof_launch import scenarios, stages
+
 ENV_PREFIX = "NPU_PROF_"
 #: The master switch the launcher sets; the hook does nothing without it.
 ENABLE_VAR = "NPU_PROF_ENABLE"
@@ -20,7 +22,7 @@ LEVELS = ("level_none", "level0", "level1", "level2")
 EXPORT_TYPES = ("text", "db")
 BACKENDS = ("auto", "npu", "torch")
 ACTIVITIES = ("cpu", "npu", "cuda")
-SCENARIOS = ("train", "infer", "rl")
+SCENARIOS = scenarios.NAMES
 HOST_SYS = ("cpu", "mem", "disk", "network", "osrt", "numa")
 #: The member names of ``torch_npu.profiler.AiCMetrics`` (2.14.0; MemoryAccess is absent in a
 #: few old releases, which the npu backend handles).
@@ -93,6 +95,8 @@ class Option:
         if isinstance(value, (list, tuple)):
             if self.kind == "ranks":
                 return _format_ranks(value)
+            if self.kind == "stages":
+                return stages.SEPARATOR.join(value)
             return ",".join(str(v) for v in value)
         return str(value)
 
@@ -171,6 +175,10 @@ def _parse_target(option: Option, raw: str) -> str:
     return raw
 
 
+def _parse_stages(option: Option, raw: str) -> tuple[str, ...]:
+    return stages.parse_list(raw)
+
+
 def _parse_float(option: Option, raw: str) -> float:
     try:
         value = float(raw)
@@ -195,6 +203,7 @@ _PARSERS = {
     "choices": _parse_choice_list,
     "ranks": _parse_ranks,
     "target": _parse_target,
+    "stages": _parse_stages,
     "float": _parse_float,
     "path": _parse_text,
 }
@@ -231,6 +240,31 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "ranks", "ranks", None, "profile only these ranks, e.g. 0,4-7 (default: all)", group="steps", metavar="LIST"
+    ),
+    Option(
+        "scenario",
+        "choice",
+        scenarios.DEFAULT,
+        "what a step is, how collection is controlled, and the defaults (see Scenarios in the README)",
+        choices=SCENARIOS,
+        group="steps",
+    ),
+    Option(
+        "stage",
+        "stages",
+        None,
+        f"rl: a stage, NAME=MOD:QUALNAME[,KEY=VALUE...] with KEY one of {', '.join(stages.KEYS)}; repeat the flag "
+        f"for more stages (in the variable, separate them with {stages.SEPARATOR}); its traces go to OUT/NAME",
+        group="steps",
+        metavar="NAME=MOD:QUALNAME",
+    ),
+    Option(
+        "range",
+        "bool",
+        False,
+        "record each chosen call of --target or of a stage from its entry to its return as a window of its own, "
+        "instead of stepping one profiler through consecutive calls",
+        group="steps",
     ),
     Option(
         "backend",
@@ -332,6 +366,10 @@ class Config:
     def get(self, name: str) -> object:
         return self._values[name]
 
+    def with_values(self, changes: dict[str, object]) -> Config:
+        """A copy with some values replaced (a stage's own schedule, range mode's one-call window)."""
+        return Config({**self._values, **changes})
+
     def as_dict(self) -> dict[str, object]:
         return {name: (list(v) if isinstance(v, tuple) else v) for name, v in self._values.items()}
 
@@ -349,42 +387,93 @@ class Config:
         return env
 
 
+def default_for(name: str, scenario: str) -> object:
+    """The value option ``name`` takes when neither flag nor variable sets it: the scenario's, else the table's."""
+    return scenarios.defaults(scenario).get(name, BY_NAME[name].default)
+
+
 def resolve(given: dict[str, str], environ: dict[str, str] | os._Environ) -> tuple[Config, list[str]]:
-    """Resolve every option: ``given`` (name -> text, e.g. from flags) over the environment over defaults.
+    """Resolve every option: ``given`` (name -> text, e.g. from flags) over the environment over the
+    scenario's defaults (scenarios.py) over the table's defaults.
 
     Returns the configuration and the list of problems, one line each; a problem leaves that
     option at its default so the caller decides whether to refuse (launcher) or warn (hook).
     """
-    values: dict[str, object] = {}
     problems: list[str] = []
+    scenario = _resolve_one(BY_NAME["scenario"], scenarios.DEFAULT, given, environ, problems)
+    values: dict[str, object] = {"scenario": scenario}
     for option in OPTIONS:
-        value = option.default
-        if option.name in given:
-            source, raw = option.flag, given[option.name]
-        elif environ.get(option.env, "") != "":
-            source, raw = option.env, environ[option.env]
-        else:
-            source, raw = None, None
-        if source is not None:
-            try:
-                value = option.parse(raw, source)
-            except ConfigError as exc:
-                problems.append(str(exc))
-        values[option.name] = value
-    config = Config(values)
-    problems.extend(check_consistency(config))
+        if option.name not in values:
+            values[option.name] = _resolve_one(option, default_for(option.name, scenario), given, environ, problems)
+    config = Config({option.name: values[option.name] for option in OPTIONS})
+    if not problems:  # rules across options are judged on values that parsed
+        problems.extend(check_consistency(config))
     return config, problems
+
+
+def _resolve_one(option: Option, default: object, given: dict[str, str], environ, problems: list[str]) -> object:
+    if option.name in given:
+        source, raw = option.flag, given[option.name]
+    elif environ.get(option.env, "") != "":
+        source, raw = option.env, environ[option.env]
+    else:
+        return default
+    try:
+        return option.parse(raw, source)
+    except ConfigError as exc:
+        problems.append(str(exc))
+        return default
 
 
 def check_consistency(config: Config) -> list[str]:
     """Rules that involve more than one option."""
-    problems = []
+    problems = _step_source_problems(config)
     total = config.total_steps
-    if total is not None and config.schedule_length() > total:
-        problems.append(
-            f"--skip-first {config.skip_first} --wait {config.wait} --warmup {config.warmup} "
-            f"--active {config.active} --repeat {config.repeat} needs skip_first + (wait + warmup + active) "
-            f"x repeat = {config.schedule_length()} steps, but --total-steps is {total}; "
-            "shorten the schedule or raise --total-steps"
-        )
+    for label, schedule in _schedules(config):
+        if total is not None and schedule.schedule_length() > total:
+            problems.append(
+                f"{label}--skip-first {schedule.skip_first} --wait {schedule.wait} --warmup {schedule.warmup} "
+                f"--active {schedule.active} --repeat {schedule.repeat} needs skip_first + (wait + warmup + active) "
+                f"x repeat = {schedule.schedule_length()} steps, but --total-steps is {total}; "
+                "shorten the schedule or raise --total-steps"
+            )
+        if schedule.range and schedule.warmup:
+            problems.append(
+                f"{label}--range with --warmup {schedule.warmup}: in range mode no profiler runs between calls, so "
+                "nothing can warm up; use --warmup 0"
+            )
     return problems
+
+
+def _step_source_problems(config: Config) -> list[str]:
+    """Each scenario's step source (scenarios.py): rl has stages, infer a target, train either clock."""
+    if config.scenario == "rl":
+        if config.target is not None:
+            return ["--target is not used with --scenario rl: declare each stage with --stage NAME=MOD:QUALNAME"]
+        if not config.stage:
+            return [
+                "--scenario rl needs at least one --stage NAME=MOD:QUALNAME: each call of a stage's function is "
+                "one of its steps"
+            ]
+        return []
+    if config.stage:
+        return [f"--stage needs --scenario rl (the scenario is {config.scenario}); for one function use --target"]
+    if config.scenario == "infer" and config.target is None:
+        return [
+            "--scenario infer needs --target MOD:QUALNAME, the function that runs the model once "
+            "(e.g. vllm.v1.worker.gpu_worker:Worker.execute_model): only processes that call it profile"
+        ]
+    if config.range and config.target is None:
+        return ["--range records calls of --target (or of a stage): the optimizer.step clock has no call to record"]
+    return []
+
+
+def _schedules(config: Config) -> list[tuple[str, Config]]:
+    """The step selections in force: the job's, or in rl each stage's own."""
+    if config.scenario != "rl" or not config.stage:
+        return [("", config)]
+    chosen = []
+    for text in config.stage:
+        stage = stages.parse(text)
+        chosen.append((f"stage {stage.name}: ", config.with_values(stage.overrides)))
+    return chosen

@@ -80,6 +80,8 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
             "host": record.get("host"),
             "pid": record.get("pid"),
             "rank": record.get("rank"),
+            "stage": record.get("stage"),
+            "target": record.get("target"),
             "backend": record.get("backend"),
             "state": record.get("state"),
             "steps": record.get("steps", 0),
@@ -112,7 +114,9 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
         processes.append(process)
     problems.extend(_excluded_problems(excluded, processes))
     idle = _idle_processes(output_dir, run_id)
-    if not processes and not excluded and not declined:
+    unstepped = _declared_problems(records, idle)
+    problems.extend(unstepped)
+    if not processes and not excluded and not declined and not unstepped:
         hint = f" ({len(idle)} processes imported torch but never stepped)" if idle else ""
         problems.append(
             "no process saw a step: no optimizer.step was called" + hint + "; if the job has no optimizer "
@@ -123,7 +127,7 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
         "passed": not problems and bool(processes),
         "problems": problems,
         "processes": processes,
-        "idle_processes": len(idle),
+        "idle_processes": sum(1 for line in idle if not line.get("stepped")),
         "output_dir": output_dir,
     }
 
@@ -134,6 +138,35 @@ def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]
     ranks = sorted({r.get("rank") for r in excluded if r.get("rank") is not None})
     wanted = options.BY_NAME["ranks"].format((excluded[0].get("options") or {}).get("ranks") or ())
     return [f"--ranks {wanted} matched no process; the ranks that stepped were {ranks or 'none known'}"]
+
+
+def _declared_problems(records: list[dict], idle: list[dict]) -> list[str]:
+    """Each declared function (--target, a stage) that made no step in any process, and why.
+
+    A process that never called it is not a problem by itself (an API server never runs the
+    model), so the reasons only matter when no process at all stepped the function; the most
+    telling reason comes first: not found, then never called, then never imported.
+    """
+    stepped = {(r.get("stage"), r.get("target")) for r in records if r.get("target")}
+    reasons: dict[tuple, dict[str, int]] = {}
+    for line in idle:
+        for item in line.get("declared") or ():
+            key = (item.get("stage"), item.get("target"))
+            if key not in stepped:
+                counts = reasons.setdefault(key, {})
+                counts[item.get("reason")] = counts.get(item.get("reason"), 0) + 1
+    problems = []
+    for (stage, target), counts in reasons.items():
+        what = f"stage {stage} ({target})" if stage else f"--target {target}"
+        why = "; ".join(
+            f"{reason} ({n} process{'es' if n > 1 else ''})"
+            for reason, n in sorted(counts.items(), key=lambda kv: _REASON_ORDER.get(kv[0].split(":")[0], 3))
+        )
+        problems.append(f"{what} made no step in any process, so nothing was profiled for it: {why}")
+    return problems
+
+
+_REASON_ORDER = {"not found": 0, "never called": 1, "never imported": 2}
 
 
 def _idle_processes(output_dir: str, run_id: str | None) -> list[dict]:
@@ -147,6 +180,11 @@ def _idle_processes(output_dir: str, run_id: str | None) -> list[dict]:
 
 
 def _flag_slow_ranks(processes: list[dict], problems: list[str]) -> None:
+    stages = {p.get("stage") for p in processes}
+    if len(stages) > 1:  # a stage's steps are only comparable with the same stage's
+        for stage in stages:
+            _flag_slow_ranks([p for p in processes if p.get("stage") == stage], problems)
+        return
     timed = [p for p in processes if p["mean_step_s"] and p["rank"] is not None]
     if len(timed) < 2:
         return
@@ -174,6 +212,8 @@ def format_table(report: dict) -> str:
             windows = f"{p['windows_completed']}/{p['windows_planned']}"
             flag = "  <- slowest" if p.get("slowest_rank") else ""
             traces = ", ".join(p["traces"]) or "(none)"
+            if p.get("stage"):
+                traces = f"stage {p['stage']}: {traces}"
             lines.append(
                 f"  {rank:>4} {p['pid']:>8} {p['backend'] or '-':7} {p['steps']:>6} {windows:>7} {mean:>8}  "
                 f"{traces}{flag}"

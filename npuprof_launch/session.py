@@ -17,6 +17,7 @@ import atexit
 import os
 import signal
 import sys
+import threading
 import time
 
 from npuprof_launch import coexist, naming, options, status
@@ -24,6 +25,33 @@ from npuprof_launch import coexist, naming, options, status
 WAITING, RUNNING, DONE, FAILED, OFF = "waiting", "running", "done", "failed", "off"
 #: Internal: set by the launcher so its report shows only the processes of its own run.
 RUN_ID_VAR = "_NPU_PROF_RUN_ID"
+
+#: The session whose profiler object exists now. One per process at a time (torch_npu's rule, and
+#: two Kineto sessions fight): the stages of one process take turns with it.
+_running = None
+_slot = threading.Lock()
+
+
+def _forget_slot() -> None:
+    """In a forked child: no profiler of the parent's runs here, and its lock may be held."""
+    global _running, _slot
+    _running = None
+    _slot = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_slot)
+
+
+def recorded_calls(config: options.Config) -> list[int]:
+    """Range mode: the calls recorded, each from its entry to its return as its own window.
+
+    The schedule picks them as it picks recorded steps: ``skip_first`` calls, then ``repeat``
+    times ``wait`` calls and ``active`` recorded ones (``warmup`` is refused in range mode: no
+    profiler runs between calls, so there is nothing to warm up).
+    """
+    period = config.wait + config.active
+    first = config.skip_first + config.wait + 1
+    return [first + window * period + call for window in range(config.repeat) for call in range(config.active)]
 
 
 def resolve_output_dir(raw: str, environ) -> str:
@@ -58,9 +86,16 @@ def writable_problem(path: str) -> str | None:
 class Session:
     """The profiling state of one process."""
 
-    def __init__(self, config: options.Config, output_dir: str, rank: int | None, warn, environ) -> None:
+    def __init__(
+        self, config: options.Config, output_dir: str, rank: int | None, warn, environ, stage: str | None = None
+    ) -> None:
         self.config = config
         self.output_dir = output_dir
+        self.stage = stage
+        #: A stage writes its traces under OUT/NAME; every status record stays in OUT, for one report.
+        self.trace_dir = os.path.join(output_dir, stage) if stage else output_dir
+        #: The declared function whose calls are the steps (--target, --stage), if any.
+        self.target: str | None = None
         self.rank = rank
         self.warn = warn
         self.worker = naming.worker_name(rank, environ=environ)
@@ -79,23 +114,39 @@ class Session:
         self.first_step_time: float | None = None
         self.last_step_time: float | None = None
         self.window_steps: tuple[int, int] | None = None
-        self._start_at = config.skip_first + 1
+        self._calls = recorded_calls(config) if config.range else None
+        self._windows_started = 0
+        self._waiting_for = None
+        self._start_at = self._calls[0] if self._calls else config.skip_first + 1
         self._end_at = config.schedule_length()
         self._run_id = environ.get(RUN_ID_VAR, "")
-        self._status_path = naming.status_path(output_dir, self.worker, self.started_ns)
+        record_name = f"{self.worker}_{stage}" if stage else self.worker
+        self._status_path = naming.status_path(output_dir, record_name, self.started_ns)
         self._pid = os.getpid()
         self._window_open = False
+        #: The thread that started the profiler: only it may step or stop it (Kineto's state is per thread).
+        self._thread = None
         self.declined: str | None = None
 
     # -- construction -------------------------------------------------------------------------
 
     @classmethod
-    def from_env(cls, environ, warn) -> Session:
-        """Read the options from the environment; a bad value turns this process's profiling off."""
+    def from_env(cls, environ, warn, stage: str | None = None) -> Session:
+        """Read the options from the environment; a bad value turns this process's profiling off.
+
+        ``stage`` is one stage's text from ``--stage``: its own step selection then applies over
+        the job's options, and its traces go to its own subdirectory.
+        """
         config, problems = options.resolve({}, environ)
+        if stage is not None:
+            from npuprof_launch import stages
+
+            if not problems:
+                config = config.with_values(stages.parse(stage).overrides)
+            stage = stages.split(stage)[0]
         rank = naming.rank_from_env(environ)
         output_dir = resolve_output_dir(config.output_dir, environ)
-        session = cls(config, output_dir, rank, warn, environ)
+        session = cls(config, output_dir, rank, warn, environ, stage)
         if problems:
             for problem in problems:
                 warn(f"{problem}; this process runs unprofiled")
@@ -127,7 +178,7 @@ class Session:
         self.step_begins()
 
     def step_begins(self) -> None:
-        if self.state == WAITING and self.steps + 1 >= self._start_at:
+        if self.state == WAITING and self.steps + 1 >= self._start_at and self._claim():
             self._start(self.steps + 1)
 
     def step_ends(self) -> None:
@@ -147,17 +198,25 @@ class Session:
         from npuprof_launch import backends
 
         config = self.config
-        if first > self._start_at:
+        if first > self._start_at and self._waiting_for is None:
             self.note_warning(
                 f"the clock first saw the job at step {first}; the schedule starts there instead of at "
                 f"step {self._start_at} (the optimizer.step clock cannot see the start of step 1: "
                 "use --skip-first 1 or more, or --target)"
             )
-        self._end_at = first - 1 + (config.wait + config.warmup + config.active) * config.repeat
-        self.window_steps = (first, self._end_at)
+        if self._calls is None:
+            self._end_at = first - 1 + (config.wait + config.warmup + config.active) * config.repeat
+            self.window_steps = (first, self._end_at)
+        else:
+            # Range mode: this call is the whole window, a profiler of its own from entry to return.
+            self._windows_started += 1
+            self._end_at = first
+            self.window_steps = (self.window_steps[0] if self.window_steps else first, first)
+            config = config.with_values({"wait": 0, "warmup": 0, "active": 1, "repeat": 1})
         try:
-            self.backend = backends.select(config, self.note_warning)
-            self.profiler = self.backend.build(config, self._on_trace_ready, self.output_dir, self.worker)
+            if self.backend is None:
+                self.backend = backends.select(config, self.note_warning)
+            self.profiler = self.backend.build(config, self._on_trace_ready, self.trace_dir, self.worker)
         except backends.Declined as exc:
             self._decline(str(exc))
             return
@@ -165,6 +224,7 @@ class Session:
             self._fail("creating the profiler", exc)
             return
         self.state = RUNNING
+        self._thread = threading.current_thread()
         coexist.claim(self.profiler, self._yield_to_job_profiler)
         if not self._guard("start", self.profiler.start):
             return
@@ -174,7 +234,7 @@ class Session:
     def _on_trace_ready(self, prof) -> None:
         """The profiler's on_trace_ready: export one window and record where it went."""
         try:
-            paths = self.backend.export(prof, self.output_dir, self.worker)
+            paths = self.backend.export(prof, self.trace_dir, self.worker)
         except Exception as exc:  # noqa: BLE001
             self._fail("exporting a trace", exc)
             return
@@ -187,16 +247,50 @@ class Session:
         self._safe_write_status()
 
     def _finish(self) -> None:
-        """The last window is saved: stop the profiler and let the clock only count."""
+        """The window is saved: stop the profiler, then wait for the next chosen call (range mode) or only count."""
         self._guard("stop", self.profiler.stop)
+        self.profiler = None
+        self._release()
         if self.state == RUNNING:
             self.state = DONE
-        self.profiler = None
+            if self._calls is not None and self._windows_started < len(self._calls):
+                self.state = WAITING
+                self._start_at = max(self._calls[self._windows_started], self.steps + 1)
         self._safe_write_status()
+
+    def _claim(self) -> bool:
+        """Take the process's one profiler; when another session has it, wait for the next step."""
+        global _running
+        with _slot:
+            holder = _running
+            if holder is None or holder is self:
+                _running = self
+                return True
+        self._waiting_for = holder
+        self.note_warning(
+            f"{self.clock_name or 'this clock'}: a window was due while the profiler of this process recorded "
+            f"{holder.clock_name or 'another clock'}; it started at the first step after that"
+        )
+        return False
+
+    def _release(self) -> None:
+        global _running
+        with _slot:
+            if _running is self:
+                _running = None
 
     def flush(self, reason: str) -> None:
         """Stop an open window now (exit, SIGTERM) and save what it recorded, marked partial."""
         if self.state != RUNNING or os.getpid() != self._pid:
+            return
+        if threading.current_thread() is not self._thread:
+            self.note_warning(
+                f"window cut short by {reason} at step {self.steps}: its profiler runs on another thread, and "
+                "stopping it from this one could crash the process, so this window is lost"
+            )
+            self.state = DONE
+            self.profiler = None
+            self._release()
             return
         self._window_open = True
         self.note_warning(f"window cut short by {reason} at step {self.steps}; its trace is partial")
@@ -204,6 +298,7 @@ class Session:
         if self.state == RUNNING:
             self.state = DONE
         self.profiler = None
+        self._release()
 
     def _yield_to_job_profiler(self) -> None:
         """The job starts a torch profiler of its own: stop ours first (see coexist.py), then only count."""
@@ -234,8 +329,10 @@ class Session:
             pass
 
     def _on_sigterm(self, signum, frame) -> None:
-        self.flush("SIGTERM")
-        self._safe_write_status()
+        running = _running
+        for session in (self,) if running in (None, self) else (self, running):
+            session.flush("SIGTERM")
+            session._safe_write_status()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -260,6 +357,7 @@ class Session:
                 profiler.stop()
             except Exception:  # noqa: BLE001 - already reported the first failure
                 pass
+        self._release()
         self._safe_write_status()
 
     def _turn_off(self, reason: str, write: bool = True) -> None:
@@ -273,12 +371,17 @@ class Session:
         self.declined = reason
         self.note_warning(reason)
         self.state = OFF
+        self._release()
         self._safe_write_status()
 
     def note_warning(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
             self.warn(message)
+
+    def windows_planned(self) -> int:
+        """Windows the schedule asks for; in range mode each recorded call is a window."""
+        return len(self._calls) if self._calls is not None else self.config.repeat
 
     def record(self) -> dict:
         config = self.config
@@ -294,13 +397,16 @@ class Session:
             "argv": list(sys.argv),
             "state": self.state,
             "clock": self.clock_name,
+            "target": self.target,
+            "stage": self.stage,
+            "range": self._calls is not None,
             "backend": self.backend.name if self.backend is not None else None,
             "options": config.as_dict(),
             "steps": self.steps,
             "mean_step_s": mean_step,
             "window_steps": list(self.window_steps) if self.window_steps else None,
             "schedule_steps": config.schedule_length(),
-            "windows_planned": config.repeat if self.state != OFF else 0,
+            "windows_planned": self.windows_planned() if self.state != OFF else 0,
             "windows_completed": self.windows_completed,
             "partial_traces": self.partial_traces,
             "traces": list(self.traces),

@@ -39,7 +39,7 @@ class TorchBackend:
         import torch.profiler as profiler_module
 
         for option in options.OPTIONS:
-            if option.group == "npu" and config.get(option.name) != option.default:
+            if option.group == "npu" and config.get(option.name) != options.default_for(option.name, config.scenario):
                 self.note_warning(f"{option.flag} applies to the npu backend only; the torch backend ignores it")
         with warnings.catch_warnings():
             # torch warns on every schedule without warmup; warmup 0 is our documented default.

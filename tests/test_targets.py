@@ -1,0 +1,244 @@
+"""Issue 4: --target, a function as the step; the real launcher, real torch.profiler, real files."""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+
+import pytest
+from conftest import ROOT, assert_ok, check_json, clean_env, npuprof, python, script, status_records, step_counts
+
+from npuprof_launch import deliverables
+
+EXAMPLES = os.path.join(ROOT, "examples")
+TARGET_JOB = script("target_job.py")
+
+
+def lib_env(**extra: str) -> dict[str, str]:
+    """The environment of a job whose step functions live in tests/scripts/target_lib.py."""
+    return clean_env(PYTHONPATH=os.path.dirname(TARGET_JOB), **extra)
+
+
+def labels(out: str, prefix: str) -> list[str]:
+    """The names of the spans starting with ``prefix`` in every trace under ``out``, in time order."""
+    from conftest import torch_traces
+
+    spans = []
+    for path in torch_traces(out):
+        for event in deliverables.load_trace_events(path):
+            if event.get("ph") == "X" and str(event.get("name", "")).startswith(prefix):
+                spans.append((event["ts"], event["name"]))
+    return [name for _, name in sorted(spans)]
+
+
+def run_both(args: list[str], job: list[str], env=None, cwd=None):
+    """The job without the launcher, then under it; the launcher's run must pass and print the same."""
+    bare = python(job, env=env, cwd=cwd)
+    assert_ok(bare)
+    result = npuprof([*args, "--", sys.executable, *job], env=env, cwd=cwd)
+    assert_ok(result)
+    assert result.stdout == bare.stdout, "the job's output must be unchanged by the profiler"
+    return result
+
+
+def test_inference_example_five_steps_of_twenty(out):
+    """Done when: --target infer_lib:Engine.step --skip-first 2 --active 5 writes one trace of 5 steps."""
+    run_both(
+        ["--target", "infer_lib:Engine.step", "--skip-first", "2", "--active", "5", "--output-dir", out],
+        [os.path.join(EXAMPLES, "infer.py")],
+    )
+    assert step_counts(out) == [5]
+    (record,) = status_records(out)
+    assert record["steps"] == 20 and record["window_steps"] == [3, 7]
+    assert record["clock"] == "target infer_lib:Engine.step"
+    assert labels(out, "Engine.step#") == [f"Engine.step#{n}" for n in range(3, 8)]
+    code, report = check_json(out)
+    assert code == 0, report
+
+
+def test_main_function_defined_after_torch_three_steps(out):
+    """Done when: --target __main__:generate_step --skip-first 1 --active 3 writes one trace of 3 steps."""
+    run_both(
+        ["--target", "__main__:generate_step", "--skip-first", "1", "--active", "3", "--output-dir", out],
+        [script("generate_loop.py")],
+    )
+    assert step_counts(out) == [3]
+    (record,) = status_records(out)
+    assert record["steps"] == 8 and record["window_steps"] == [2, 4]
+
+
+def test_main_method_target(out):
+    run_both(
+        ["--target", "__main__:Decoder.step", "--skip-first", "2", "--active", "2", "--output-dir", out],
+        [script("generate_loop.py"), "--kind", "method", "--calls", "6"],
+    )
+    assert step_counts(out) == [2]
+    assert status_records(out)[0]["steps"] == 6
+
+
+def test_main_function_defined_before_torch_is_imported(out):
+    run_both(
+        ["--target", "__main__:generate_step", "--skip-first", "0", "--active", "2", "--output-dir", out],
+        [script("late_torch.py"), "5"],
+    )
+    assert step_counts(out) == [2]
+    assert status_records(out)[0]["steps"] == 5
+
+
+def test_first_call_already_running_is_counted_from_entry_to_return(out):
+    """Called right after its def: the hook meets the first call in flight and still records it whole."""
+    run_both(
+        ["--target", "__main__:generate_step", "--skip-first", "0", "--active", "1", "--output-dir", out],
+        [script("first_call.py")],
+    )
+    (record,) = status_records(out)
+    assert record["steps"] == 2, "two outer calls, each recursing three times"
+    assert record["window_steps"] == [1, 1]
+    assert step_counts(out) == [1]
+    assert labels(out, "generate_step#") == ["generate_step#1"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "target"),
+    [
+        ("function", "target_lib:step"),
+        ("method", "target_lib:Engine.step"),
+        ("classmethod", "target_lib:Engine.class_step"),
+        ("staticmethod", "target_lib:Engine.static_step"),
+        ("nested", "target_lib:Engine.Inner.step"),
+        ("recursive", "target_lib:recursive_step"),
+        ("threaded", "target_lib:threaded_step"),
+    ],
+)
+def test_every_kind_of_function_counts_one_step_per_outermost_call(out, kind, target):
+    """Methods of each kind, nested classes, recursion and threads: 6 calls are 6 steps, the
+    function looks the same to the job (name, qualname, docstring, signature), results unchanged."""
+    run_both(
+        ["--target", target, "--skip-first", "1", "--active", "3", "--output-dir", out],
+        [TARGET_JOB, kind, "--calls", "6"],
+        env=lib_env(),
+    )
+    (record,) = status_records(out)
+    assert record["steps"] == 6, f"{kind}: {record['steps']} steps for 6 outermost calls"
+    assert step_counts(out) == [3]
+
+
+@pytest.mark.parametrize("mode", ["--no-range", "--range"])
+def test_calls_on_other_threads_than_the_first_callers_run_unprofiled(out, mode):
+    """Each call on a new thread: only the first thread's calls are steps, and the job is not harmed.
+
+    A profiler started on a thread that ends while it runs crashes the process at exit, so a
+    window over several calls starts only on the main thread; a range window (one call) starts
+    and stops on its own thread."""
+    run_both(
+        ["--target", "target_lib:step", mode, "--skip-first", "0", "--active", "2", "--output-dir", out],
+        [TARGET_JOB, "worker-threads", "--calls", "6"],
+        env=lib_env(),
+    )
+    (record,) = status_records(out)
+    assert record["steps"] == 1
+    assert any("other threads" in warning for warning in record["warnings"]), record["warnings"]
+    if mode == "--range":
+        assert step_counts(out) == [1] and labels(out, "step#") == ["step#1"]
+    else:
+        assert step_counts(out) == []
+        assert any("not on the main thread" in warning for warning in record["warnings"]), record["warnings"]
+
+
+def test_module_imported_long_after_the_hook(out):
+    """The target's module is first imported in the middle of the run, after torch and 3 other steps."""
+    run_both(
+        ["--target", "target_lib:step", "--skip-first", "0", "--active", "2", "--output-dir", out],
+        [TARGET_JOB, "function", "--calls", "6", "--late"],
+        env=lib_env(),
+    )
+    (record,) = status_records(out)
+    assert record["steps"] == 3 and step_counts(out) == [2]
+
+
+def test_module_imported_before_the_hook(out):
+    """Under ``python -S`` the job imports the module first and loads the hook itself afterwards."""
+    job = (
+        "import sys; sys.path += sys.argv[1:]; "
+        "import target_lib, torch, site; site.main(); "
+        "x = torch.ones(4, 16)\nfor _ in range(5): x = target_lib.step(x)\nprint(x.sum().item())"
+    )
+    run_both(
+        ["--target", "target_lib:step", "--skip-first", "1", "--active", "2", "--output-dir", out],
+        ["-S", "-c", job, os.path.dirname(TARGET_JOB), sysconfig.get_paths()["purelib"]],
+    )
+    (record,) = status_records(out)
+    assert record["steps"] == 5 and step_counts(out) == [2]
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [
+        ("target_lib:nosuch", "not found: target_lib has no attribute 'nosuch'"),
+        ("target_lib:Engine", "not found: target_lib.Engine is a class"),
+        ("target_lib:unused", "never called"),
+        ("no_such_module:step", "never imported"),
+        ("__main__:nosuch", "not found: the code run as __main__ never assigns nosuch"),
+    ],
+)
+def test_a_target_that_makes_no_step_is_named_with_the_reason(out, target, reason):
+    """The job runs on unaffected; the report and --check name the target and why it made no step."""
+    result = run_both(
+        ["--target", target, "--output-dir", out], [TARGET_JOB, "function", "--calls", "3"], env=lib_env()
+    )
+    assert f"--target {target} made no step" in result.stderr and reason in result.stderr
+    assert step_counts(out) == []
+    code, report = check_json(out)
+    assert code == 1
+    assert any(target in problem and reason in problem for problem in report["problems"]), report["problems"]
+
+
+def test_range_mode_records_each_chosen_call_as_its_own_window(out):
+    """--range: calls 3, 4 and 5, each from its entry to its return, one trace each."""
+    run_both(
+        ["--target", "infer_lib:Engine.step", "--range", "--skip-first", "2", "--active", "3", "--output-dir", out],
+        [os.path.join(EXAMPLES, "infer.py"), "--steps", "8"],
+    )
+    assert step_counts(out) == [1, 1, 1]
+    assert labels(out, "Engine.step#") == ["Engine.step#3", "Engine.step#4", "Engine.step#5"]
+    (record,) = status_records(out)
+    assert record["range"] is True and record["windows_completed"] == record["windows_planned"] == 3
+    code, report = check_json(out)
+    assert code == 0, report
+
+
+def test_range_mode_with_wait_and_repeat(out):
+    """skip 1, then twice: wait 1, record 1 -> calls 3 and 5."""
+    run_both(
+        ["--target", "target_lib:step", "--range", "--skip-first", "1", "--wait", "1", "--repeat", "2"]
+        + ["--output-dir", out],
+        [TARGET_JOB, "function", "--calls", "6"],
+        env=lib_env(),
+    )
+    assert labels(out, "step#") == ["step#3", "step#5"]
+
+
+def test_wrapt_is_imported_only_in_processes_that_import_the_target_module(out):
+    probe = "import sys, torch; print('wrapt' in sys.modules)"
+    result = npuprof(
+        ["--target", "target_lib:step", "--output-dir", out, "--", sys.executable, "-c", probe], env=lib_env()
+    )
+    assert_ok(result)
+    assert result.stdout.strip() == "False"
+    result = npuprof(
+        ["--target", "target_lib:step", "--output-dir", out, "--", sys.executable, "-c", "import target_lib; " + probe],
+        env=lib_env(),
+    )
+    assert_ok(result)
+    assert result.stdout.strip() == "True"
+
+
+def test_target_replaces_the_optimizer_clock(out):
+    """A training loop with --target counts calls of the target, never optimizer steps."""
+    run_both(
+        ["--target", "__main__:checksum", "--skip-first", "0", "--output-dir", out],
+        [script("train_loop.py"), "--steps", "5"],
+    )
+    (record,) = status_records(out)
+    assert record["clock"] == "target __main__:checksum" and record["steps"] == 1
