@@ -315,7 +315,21 @@ class Session:
         self._safe_write_status()
 
     def abandon(self) -> None:
-        """In a forked child: forget the parent's profiler without stopping it, write nothing."""
+        """In a forked child: forget the parent's profiler without stopping it, write nothing.
+
+        Stopping it would export the parent's window from the child. A profiler that was recording
+        is silenced instead (forking.py), and our SIGTERM handler is taken back: in the child it
+        would write the parent's status record (torchrun SIGTERMs data-loader workers too).
+        """
+        if self.state == RUNNING:
+            from npuprof_launch import forking
+
+            try:
+                forking.silence_inherited_profiler()
+                if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            except Exception as exc:  # noqa: BLE001 - the child must run whatever happens here
+                self.warn(f"forked child {os.getpid()}: could not silence the inherited profiler: {exc!r}")
         self.state = OFF
         self.profiler = None
 
