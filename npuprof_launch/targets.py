@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
 from npuprof_launch.bootstrap import SCENARIO_VAR, STAGE_VAR, TARGET_VAR, warn
 
@@ -47,9 +46,9 @@ _declared: list[Declared] = []
 
 def arm(environ, finder) -> None:
     """At process start: watch the module of each declared function (cheap, standard library only)."""
-    from npuprof_launch import stages
-
     if (environ.get(SCENARIO_VAR) or "").strip().lower() == "rl":
+        from npuprof_launch import stages
+
         texts = stages.split_list(environ.get(STAGE_VAR, ""))
         wanted = [(stages.split(text)[1], stages.split(text)[0], text) for text in texts]
     else:
@@ -130,7 +129,9 @@ class Declared:
         self.reason = NEVER_IMPORTED
         self.session = None
         self.passive = False
-        self._lock = threading.Lock()
+        self._lock = None  # threading is imported when the function is found, not at process start
+        self._current_thread = None
+        self._main_thread = None
         self._owner = None
         self._owner_name = ""
         self._noted_threads = False
@@ -149,6 +150,11 @@ class Declared:
 
     def _wrap(self, module: object):
         """Replace the function with our wrapper; returns the code its calls run first, or None."""
+        import threading
+
+        self._lock = threading.Lock()
+        self._current_thread = threading.current_thread
+        self._main_thread = threading.main_thread()
         try:
             function = lookup(module, self.qualname)
         except LookupError as exc:
@@ -183,6 +189,8 @@ class Declared:
         if frame is not None and not _assigns(frame.f_code, first):
             self.reason = f"not found: the code run as __main__ never assigns {first}"
             return
+        import threading
+
         if sys.getprofile() is not None:
             self.reason = (
                 "not found: another profiler (sys.setprofile) watches __main__, so its definition could not be "
@@ -231,6 +239,8 @@ class Declared:
             self._break(exc)
 
     def _stop_hunting(self) -> None:
+        import threading
+
         self._hunting = False
         sys.setprofile(None)
         threading.setprofile(None)
@@ -256,7 +266,7 @@ class Declared:
         threads run untouched; one made while a call is in flight on the owner thread is part of
         that step anyway.
         """
-        thread = threading.current_thread()  # an object, not an id: a new thread may reuse an old one's id
+        thread = self._current_thread()  # an object, not an id: a new thread may reuse an old one's id
         if self._owner is None:
             with self._lock:
                 if self._owner is None:
@@ -295,7 +305,7 @@ class Declared:
             if session.state == OFF:
                 self.passive = True
                 return None
-        if session.config.range or threading.current_thread() is threading.main_thread():
+        if session.config.range or self._owner is self._main_thread:
             session.step_begins()
         else:
             session.note_warning(
@@ -355,7 +365,10 @@ class Declared:
 
     def forget(self) -> None:
         """In a forked child: start from nothing; the parent's locks and sessions are not ours."""
+        import threading
+
         self._lock = threading.Lock()
+        self._main_thread = threading.main_thread()
         self._owner = None
         self._busy = False
         self._depth = 0

@@ -219,6 +219,34 @@ def test_range_mode_with_wait_and_repeat(out):
     assert labels(out, "step#") == ["step#3", "step#5"]
 
 
+@pytest.mark.parametrize(
+    "declared",
+    [
+        {"NPU_PROF_TARGET": "target_lib:step"},
+        {"NPU_PROF_SCENARIO": "rl", "NPU_PROF_STAGE": "a=target_lib:step,active=2;b=__main__:f"},
+    ],
+)
+def test_at_process_start_the_hook_imports_nothing_the_interpreter_does_not(tmp_path, declared):
+    """Declaring targets adds two small modules of ours at start, and no other module (no typing,
+    threading, re or wrapt): the hook runs in every Python process of the job."""
+    from npuprof_launch import cli
+
+    probe = ["-c", "import sys; print(' '.join(sorted(sys.modules)))"]
+    bare = python(probe, env=clean_env())
+    hooked = python(
+        probe,
+        env=clean_env(
+            PYTHONPATH=cli.HOOK_DIR, NPU_PROF_ENABLE="1", NPU_PROF_OUTPUT_DIR=str(tmp_path / "o"), **declared
+        ),
+    )
+    assert_ok(bare)
+    assert_ok(hooked)
+    added = set(hooked.stdout.split()) - set(bare.stdout.split())
+    ours = {"sitecustomize", "npuprof_launch", "npuprof_launch.bootstrap", "npuprof_launch.importwatch"}
+    assert added - ours <= {"npuprof_launch.targets", "npuprof_launch.stages"}, added
+    assert "npuprof_launch.targets" in added
+
+
 def test_wrapt_is_imported_only_in_processes_that_import_the_target_module(out):
     probe = "import sys, torch; print('wrapt' in sys.modules)"
     result = npuprof(
