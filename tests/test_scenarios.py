@@ -184,6 +184,8 @@ def test_two_stages_in_two_processes(out):
 def test_stages_in_one_process_take_turns_with_its_one_profiler(out):
     """Step windows (range=0): rollout records calls 2-3 with update call 2 in between, so update's
     window, due at its call 2, starts at its call 3; the two profilers never overlap in time."""
+    bare = python([RL, "--iterations", "6"], env=rl_env())
+    assert_ok(bare)
     result = npuprof(
         ["--scenario", "rl", "--stage", f"{ROLLOUT},skip-first=1,active=2,range=0"]
         + ["--stage", f"{UPDATE},skip-first=1,active=1,range=0", "--output-dir", out]
@@ -191,6 +193,7 @@ def test_stages_in_one_process_take_turns_with_its_one_profiler(out):
         env=rl_env(),
     )
     assert_ok(result)
+    assert result.stdout == bare.stdout
     records = records_by_stage(out)
     assert records["rollout"]["window_steps"] == [2, 3]
     assert records["update"]["window_steps"] == [3, 3]
@@ -203,12 +206,15 @@ def test_stages_in_one_process_take_turns_with_its_one_profiler(out):
 
 
 def test_a_stage_that_never_runs_is_named_and_the_others_are_profiled(out):
+    bare = python([RL, "--iterations", "3"], env=rl_env())
+    assert_ok(bare)
     result = npuprof(
         ["--scenario", "rl", "--stage", ROLLOUT, "--stage", "update=rl_lib:Learner.updat", "--output-dir", out]
         + ["--", sys.executable, RL, "--iterations", "3"],
         env=rl_env(),
     )
     assert_ok(result)
+    assert result.stdout == bare.stdout
     assert [record["stage"] for record in status_records(out)] == ["rollout"]
     assert len(stage_traces(out, "rollout")) == 1
     code, report = check_json(out)
