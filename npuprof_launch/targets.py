@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import sys
 
+from npuprof_launch import importwatch
 from npuprof_launch.bootstrap import SCENARIO_VAR, STAGE_VAR, TARGET_VAR, warn
 
 NEVER_IMPORTED = "never imported"
@@ -44,13 +45,15 @@ _MISSING = object()
 _declared: list[Declared] = []
 
 
-def arm(environ, finder) -> None:
+def arm(environ: os._Environ | dict, finder: importwatch.PostImportFinder) -> None:
     """At process start: watch the module of each declared function (cheap, standard library only)."""
     if (environ.get(SCENARIO_VAR) or "").strip().lower() == "rl":
         from npuprof_launch import stages
 
-        texts = stages.split_list(environ.get(STAGE_VAR, ""))
-        wanted = [(stages.split(text)[1], stages.split(text)[0], text) for text in texts]
+        wanted = []
+        for text in stages.split_list(environ.get(STAGE_VAR, "")):
+            name, target = stages.split(text)
+            wanted.append((target, name, text))
     else:
         target = environ.get(TARGET_VAR, "").strip()
         wanted = [(target, None, None)] if target else []
@@ -67,7 +70,7 @@ def arm(environ, finder) -> None:
         os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def replaces_optimizer_clock(environ) -> bool:
+def replaces_optimizer_clock(environ: os._Environ | dict) -> bool:
     """True when steps come from declared functions: a --target, or a scenario that needs them."""
     scenario = (environ.get(SCENARIO_VAR) or "").strip().lower()
     return scenario in ("infer", "rl") or bool(environ.get(TARGET_VAR, "").strip())
@@ -323,7 +326,7 @@ class Declared:
 
     def _exit(self, label) -> None:
         """A call on the owner thread returns (or raises); the outermost ends the step."""
-        self._depth -= 1
+        self._depth = max(self._depth - 1, 0)  # a call in flight when a child was forked ends there too
         if self._depth > 0 or self.passive or self.session is None:
             return
         self._busy = True
