@@ -1,0 +1,265 @@
+"""Issue 3: many processes. torchrun workers and ranks, data-loader workers, helper children,
+restarts, and the env-only launch script. Real torchrun (gloo on CPU), real DataLoader workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import (
+    assert_ok,
+    check_json,
+    clean_env,
+    npuprof,
+    python,
+    script,
+    status_records,
+    step_counts,
+    torch_traces,
+)
+
+from npuprof_launch import naming, options
+
+DDP = script("ddp_train.py")
+LOADER = script("loader_train.py")
+#: torchrun itself; --standalone picks a free port, so parallel runs on one machine never collide.
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+
+
+def env_without_ranks(**extra: str) -> dict[str, str]:
+    """A clean environment that no launcher has given a rank (the tests may run under one)."""
+    env = clean_env(**extra)
+    for var in naming.RANK_VARS:
+        if var not in extra:
+            env.pop(var, None)
+    return env
+
+
+def rank_lines(stdout: str) -> list[str]:
+    """The job's own result lines, one per rank, in rank order (the ranks print concurrently)."""
+    return sorted(line for line in stdout.splitlines() if line.startswith("rank "))
+
+
+def idle_tally(out: str) -> list[dict]:
+    path = os.path.join(naming.status_dir(out), "idle.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def trace_names(out: str) -> list[str]:
+    return [os.path.basename(path) for path in torch_traces(out)]
+
+
+@pytest.fixture(scope="module")
+def bare_torchrun():
+    result = python([*TORCHRUN[1:], "--nproc_per_node", "2", DDP])
+    assert_ok(result)
+    assert len(rank_lines(result.stdout)) == 2
+    return result
+
+
+@pytest.fixture(scope="module")
+def torchrun_all(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("all") / "out")
+    result = npuprof(["--output-dir", out, "--", *TORCHRUN, "--nproc_per_node", "2", DDP])
+    assert_ok(result)
+    return out, result
+
+
+@pytest.fixture(scope="module")
+def torchrun_rank1(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("rank1") / "out")
+    result = npuprof(["--ranks", "1", "--output-dir", out, "--", *TORCHRUN, "--nproc_per_node", "2", DDP])
+    assert_ok(result)
+    return out, result
+
+
+def test_torchrun_each_rank_profiles_itself_and_the_agent_never(torchrun_all, bare_torchrun):
+    out, result = torchrun_all
+    assert rank_lines(result.stdout) == rank_lines(bare_torchrun.stdout), "results must be bit-identical per rank"
+    host = naming.host()
+    names = trace_names(out)
+    assert len(names) == 2
+    assert [n.startswith(f"{host}_rank0_pid") for n in names].count(True) == 1, names
+    assert [n.startswith(f"{host}_rank1_pid") for n in names].count(True) == 1, names
+    records = status_records(out)
+    assert sorted(r["rank"] for r in records) == [0, 1]
+    for record in records:
+        assert record["state"] == "done" and record["steps"] == 6 and record["windows_completed"] == 1
+        assert record["argv"][0] == DDP, "only the workers have a status record"
+    assert step_counts(out) == [1, 1]
+    (agent,) = idle_tally(out)  # the agent loaded the hook, imported torch and never stepped
+    assert agent["argv"][0].endswith(os.path.join("torch", "distributed", "run.py")) and agent["rank"] is None
+    assert "2 process(es) profiled" in result.stderr
+
+
+def test_torchrun_ranks_filter_leaves_other_ranks_without_a_profiler(torchrun_rank1, bare_torchrun):
+    out, result = torchrun_rank1
+    assert rank_lines(result.stdout) == rank_lines(bare_torchrun.stdout)
+    (name,) = trace_names(out)
+    assert name.startswith(f"{naming.host()}_rank1_pid")
+    by_rank = {r["rank"]: r for r in status_records(out)}
+    assert sorted(by_rank) == [0, 1]
+    assert by_rank[1]["state"] == "done" and by_rank[1]["windows_completed"] == 1
+    # Rank 0 stepped, found itself outside --ranks and never built a profiler.
+    assert by_rank[0]["state"] == "off" and by_rank[0]["backend"] is None and by_rank[0]["traces"] == []
+    code, report = check_json(out)
+    assert [p["rank"] for p in report["processes"]] == [1]
+
+
+def test_env_only_script_profiles_exactly_as_the_prefix(torchrun_rank1, tmp_path):
+    """The README's one line, pasted before the torchrun line of an existing launch script."""
+    prefix_out, prefix = torchrun_rank1
+    launch = tmp_path / "launch.sh"
+    launch.write_text(
+        "#!/bin/sh\n"
+        "set -e\n"
+        'eval "$(npuprof-run --print-env --ranks 1 --output-dir envout)"\n'
+        f"torchrun --standalone --nproc_per_node 2 {DDP}\n"
+    )
+    env = clean_env(PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    result = subprocess.run(
+        ["sh", str(launch)], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300
+    )
+    assert_ok(result)
+    out = str(tmp_path / "envout")
+    assert rank_lines(result.stdout) == rank_lines(prefix.stdout)
+    assert [re.sub(r"_pid\d+\.\d+", "", n) for n in trace_names(out)] == [
+        re.sub(r"_pid\d+\.\d+", "", n) for n in trace_names(prefix_out)
+    ]
+    assert step_counts(out) == step_counts(prefix_out)
+
+    def comparable(record: dict) -> tuple:
+        opts = dict(record["options"])
+        opts.pop("output-dir")
+        return (
+            record["rank"],
+            record["state"],
+            record["steps"],
+            record["window_steps"],
+            record["windows_completed"],
+            opts,
+        )
+
+    assert sorted(map(comparable, status_records(out))) == sorted(map(comparable, status_records(prefix_out)))
+    code, report = check_json(out)
+    assert code == 0 and [p["rank"] for p in report["processes"]] == [1], report
+
+
+def test_print_env_exports_a_flag_that_overrides_the_environment():
+    """The prefix exports the resolved value; so must the lines, or the script keeps the old one."""
+    result = npuprof(["--print-env", "--active", "1"], env=clean_env(NPU_PROF_ACTIVE="3"))
+    assert_ok(result)
+    assert f"export {options.BY_NAME['active'].env}=1" in result.stdout.splitlines()
+
+
+@pytest.fixture(scope="module")
+def bare_loader():
+    result = python([LOADER, "--workers", "0"])
+    assert_ok(result)
+    return result
+
+
+@pytest.mark.parametrize(
+    ("method", "extra"),
+    [("fork", ["--new-loader-at", "3"]), ("spawn", []), ("forkserver", [])],
+)
+def test_dataloader_workers_never_profile(out, bare_loader, method, extra):
+    # Window at steps 3-5; with fork, new workers are forked after step 3, while it records.
+    args = ["--skip-first", "2", "--active", "3", "--output-dir", out, "--"]
+    result = npuprof([*args, sys.executable, LOADER, "--workers", "2", "--start-method", method, *extra])
+    assert_ok(result)
+    assert result.stdout == bare_loader.stdout
+    workers = dict(re.findall(r"^worker (\d+) records: (\S+)$", result.stderr, re.MULTILINE))
+    assert len(workers) >= 2, result.stderr
+    assert "yes" not in workers.values(), f"a worker recorded into an inherited profiler: {workers}"
+    if method == "fork":
+        assert "no" in workers.values(), f"no worker was forked while the window recorded: {workers}"
+    (record,) = status_records(out)
+    assert str(record["pid"]) not in workers and record["argv"][0] == LOADER
+    assert record["window_steps"] == [3, 5] and record["windows_completed"] == 1
+    assert step_counts(out) == [3]
+    assert not any(str(line["pid"]) in workers for line in idle_tally(out))
+
+
+def test_a_child_that_never_steps_writes_no_trace_and_no_record(out):
+    result = npuprof(["--output-dir", out, "--", sys.executable, DDP, "--child"])
+    assert_ok(result)
+    (record,) = status_records(out)
+    assert record["argv"][0] == DDP
+    assert len(torch_traces(out)) == 1
+    # The `python -c` child loaded the hook and imported torch (it is in the idle tally), nothing more.
+    (child,) = idle_tally(out)
+    assert child["argv"][0] == "-c" and child["pid"] != record["pid"]
+
+
+def test_torchelastic_restart_keeps_the_first_attempts_output(out):
+    command = [*TORCHRUN, "--nproc_per_node", "1", "--max-restarts", "1", DDP, "--fail-once"]
+    result = npuprof(["--output-dir", out, "--", *command])
+    assert_ok(result)
+    assert len(rank_lines(result.stdout)) == 2, "the worker ran twice: failed once, then restarted"
+    names = trace_names(out)
+    assert len(names) == 2
+    assert [n for n in names if "_restart1." in n] and [n for n in names if "_restart" not in n], names
+    assert step_counts(out) == [1, 1]
+    assert sorted(r["worker"].endswith("_restart1") for r in status_records(out)) == [False, True]
+
+
+def test_a_second_run_into_the_same_output_dir_overwrites_nothing(out):
+    first = npuprof(["--output-dir", out, "--", sys.executable, DDP])
+    assert_ok(first)
+    (kept,) = torch_traces(out)
+    with open(kept, "rb") as handle:
+        before = handle.read()
+    second = npuprof(["--output-dir", out, "--", sys.executable, DDP])
+    assert_ok(second)
+    assert len(torch_traces(out)) == 2 and len(status_records(out)) == 2
+    with open(kept, "rb") as handle:
+        assert handle.read() == before
+    assert "1 process(es) profiled" in second.stderr, "the launcher reports its own run only"
+    code, report = check_json(out)
+    assert len(report["processes"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("rank_env", "ranks", "rank"),
+    [
+        ({"SLURM_PROCID": "3"}, "3", 3),  # srun
+        ({"PMI_RANK": "5", "SLURM_PROCID": "4"}, "5", 5),  # Intel MPI / MPICH under Slurm
+        ({"OMPI_COMM_WORLD_RANK": "2", "PMI_RANK": "5"}, "2", 2),  # Open MPI
+        ({"RANK": "1", "OMPI_COMM_WORLD_RANK": "2"}, "1", 1),  # torchrun, DeepSpeed
+        ({}, "0", None),  # no launcher: rank 0 for --ranks, named without a rank
+    ],
+)
+def test_rank_comes_from_the_first_launcher_variable(out, rank_env, ranks, rank):
+    env = env_without_ranks(**rank_env)
+    result = npuprof(["--ranks", ranks, "--output-dir", out, "--", sys.executable, DDP, "--steps", "3"], env=env)
+    assert_ok(result)
+    (record,) = status_records(out)
+    assert record["rank"] == rank and record["state"] == "done"
+    (name,) = trace_names(out)
+    assert name.startswith(f"{naming.host()}_pid" if rank is None else f"{naming.host()}_rank{rank}_pid")
+
+
+def test_a_rankless_process_is_rank_0_for_the_filter(out):
+    env = env_without_ranks()
+    result = npuprof(["--ranks", "1", "--output-dir", out, "--", sys.executable, DDP, "--steps", "3"], env=env)
+    assert_ok(result)
+    assert torch_traces(out) == []
+    (record,) = status_records(out)
+    assert record["state"] == "off" and record["rank"] is None
+
+
+def test_rank_variable_order_is_the_documented_one():
+    assert naming.RANK_VARS == ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
+    everything = {"RANK": "1", "OMPI_COMM_WORLD_RANK": "2", "PMI_RANK": "3", "SLURM_PROCID": "4"}
+    for expected, var in enumerate(naming.RANK_VARS, start=1):
+        assert naming.rank_from_env(everything) == expected
+        del everything[var]
+    assert naming.rank_from_env(everything) is None
