@@ -263,3 +263,12 @@ def test_rank_variable_order_is_the_documented_one():
         assert naming.rank_from_env(everything) == expected
         del everything[var]
     assert naming.rank_from_env(everything) is None
+
+
+def test_sigterm_in_a_child_forked_during_a_window_leaves_the_parents_record_alone(out):
+    job = script("fork_in_window.py")
+    result = npuprof(["--skip-first", "2", "--active", "3", "--output-dir", out, "--", sys.executable, job])
+    assert_ok(result)
+    assert result.stdout.splitlines() == ["child ended by signal 15", "parent record: running"]
+    (record,) = status_records(out)
+    assert record["state"] == "done" and record["windows_completed"] == 1
