@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from npuprof_launch import importwatch
 
 _installed = False
+#: When the hook was armed in this process: on-demand requests older than this are not for it.
+armed_ns = 0
 #: The variables that declare step functions (options.py derives the same names from its table).
 TARGET_VAR = "NPU_PROF_TARGET"
 STAGE_VAR = "NPU_PROF_STAGE"
@@ -31,10 +34,11 @@ def warn(message: str) -> None:
 
 def install() -> None:
     """Arm the hook once per process, however often the sitecustomize is loaded."""
-    global _installed
+    global _installed, armed_ns
     if _installed:
         return
     _installed = True
+    armed_ns = time.time_ns()
     finder = importwatch.finder()
     finder.watch("torch", _on_torch_imported)
     if os.environ.get(TARGET_VAR) or os.environ.get(STAGE_VAR):

@@ -24,6 +24,7 @@ from npuprof_launch import naming, options, report, session
 HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(npuprof_launch.__file__)), "sitecustomize_pkg")
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 USAGE_ERROR = 2
+TRIGGER_TIMEOUT = 30.0
 
 GROUP_TITLES = {
     "output": "output",
@@ -81,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
         usage="npuprof-run [OPTIONS] -- COMMAND [ARG ...]\n"
         "       npuprof-run --print-env [OPTIONS]\n"
         "       npuprof-run --check DIR [--json]\n"
-        "       npuprof-run --analyse DIR [--export-type T]",
+        "       npuprof-run --analyse DIR [--export-type T]\n"
+        "       npuprof-run --trigger DIR [--active N] [--warmup N] [--wait N] [--ranks LIST] [--timeout S]",
         description="Profile a PyTorch job without touching its code. Every option can also be given as the "
         "environment variable shown beside it; the command line wins.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -96,6 +98,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     modes.add_argument("--check", metavar="DIR", help="validate collected data in DIR; exit 0 only if complete")
     modes.add_argument("--json", action="store_true", help="with --check: print the report as JSON")
+    modes.add_argument(
+        "--trigger",
+        metavar="DIR",
+        help="ask the running --on-demand job writing to DIR for one window now (its --active, --warmup, --wait "
+        "and --ranks come from the options below); exit 0 once a process took the request",
+    )
+    modes.add_argument(
+        "--timeout",
+        metavar="S",
+        type=float,
+        default=TRIGGER_TIMEOUT,
+        help=f"with --trigger: seconds to wait for a process to take the request (default {TRIGGER_TIMEOUT:g})",
+    )
     modes.add_argument("--version", action="version", version=f"npuprof-launch {npuprof_launch.__version__}")
     groups = {}
     for option in options.OPTIONS:
@@ -241,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         command = command or namespace.command
         if namespace.check:
             return check(namespace.check, namespace.json)
+        if namespace.trigger:
+            return trigger(namespace.trigger, resolve_config(namespace, os.environ), namespace.timeout)
         if namespace.analyse_dir is not None:
             return analyse(namespace.analyse_dir, namespace, command)
         config = resolve_config(namespace, os.environ)
@@ -261,6 +278,35 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the job's status matters more than our summary
         sys.stderr.write(f"npuprof: could not build the report: {exc!r}\n")
     return status
+
+
+def trigger(directory: str, config: options.Config, timeout: float) -> int:
+    """``--trigger DIR``: write one request, then say which processes took it (exit 1 if none did)."""
+    from npuprof_launch import naming, ondemand
+
+    if not os.path.isdir(naming.status_dir(directory)):
+        raise UsageError(f"--trigger {directory!r}: no npuprof job writes there (no {naming.STATUS_DIR}/ folder)")
+    request = ondemand.write_request(directory, config.active, config.warmup, config.wait, config.ranks)
+    deadline = time.monotonic() + timeout
+    while True:
+        taken = ondemand.pickups(directory, request["id"])
+        if taken or time.monotonic() >= deadline:
+            break
+        time.sleep(ondemand.POLL_INTERVAL / 2)
+    if not taken:
+        ondemand.withdraw(directory, request["id"])
+        sys.stderr.write(
+            f"npuprof: no process took request {request['id']} within {timeout:g} s (is the job running with "
+            "--on-demand, stepping, and writing to this directory?); request withdrawn\n"
+        )
+        return 1
+    time.sleep(ondemand.POLL_INTERVAL)  # late takers of the same request are listed too
+    for record in ondemand.pickups(directory, request["id"]):
+        rank = record.get("rank")
+        who = f"rank {rank} pid {record.get('pid')}" if rank is not None else f"pid {record.get('pid')}"
+        stage = f" stage {record['stage']}" if record.get("stage") else ""
+        print(f"npuprof: request {request['id']} taken by {who}{stage} on {record.get('host')}")
+    return 0
 
 
 def check(directory: str, as_json: bool) -> int:

@@ -267,6 +267,13 @@ OPTIONS: tuple[Option, ...] = (
         group="steps",
     ),
     Option(
+        "on-demand",
+        "bool",
+        False,
+        "open no window by itself: each `npuprof-run --trigger DIR` asks the running job for one",
+        group="steps",
+    ),
+    Option(
         "backend",
         "choice",
         "auto",
@@ -463,6 +470,8 @@ def _step_source_problems(config: Config) -> list[str]:
             "--scenario infer needs --target MOD:QUALNAME, the function that runs the model once "
             "(e.g. vllm.v1.worker.gpu_worker:Worker.execute_model): only processes that call it profile"
         ]
+    if config.on_demand and config.range:
+        return ["--on-demand with --range: a triggered window spans steps; use --on-demand without --range"]
     if config.range and config.target is None:
         return ["--range records calls of --target (or of a stage): the optimizer.step clock has no call to record"]
     return []

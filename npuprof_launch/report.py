@@ -105,7 +105,12 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
         for error in process["errors"]:
             problems.append(f"{label}: {error}")
         options = record.get("options") or {}
-        if process["windows_completed"] < process["windows_planned"] and not process["errors"]:
+        if record.get("on_demand") and process["windows_completed"] < process["windows_planned"]:
+            problems.append(
+                f"{label}: {process['windows_completed']} of {process['windows_planned']} requested windows "
+                "completed: the job ended (or was stopped) before the last requested window's steps ran"
+            )
+        elif process["windows_completed"] < process["windows_planned"] and not process["errors"]:
             problems.append(
                 f"{label}: {process['windows_completed']} of {process['windows_planned']} windows completed: "
                 f"the job ran {process['steps']} steps, the schedule needs {_schedule_formula(options)} = "

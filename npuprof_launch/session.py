@@ -119,6 +119,12 @@ class Session:
         self._waiting_for = None
         self._start_at = self._calls[0] if self._calls else config.skip_first + 1
         self._end_at = config.schedule_length()
+        #: On-demand: no window opens by itself; each accepted request opens one (ondemand.py).
+        self._watcher = None
+        self._request_config: options.Config | None = None
+        self.requests: list[str] = []
+        if config.on_demand:
+            self._start_at = float("inf")
         self._run_id = environ.get(RUN_ID_VAR, "")
         record_name = f"{self.worker}_{stage}" if stage else self.worker
         self._status_path = naming.status_path(output_dir, record_name, self.started_ns)
@@ -162,6 +168,11 @@ class Session:
         if config.ranks is not None and (rank or 0) not in config.ranks:
             session._turn_off(f"rank {rank} not in --ranks {options.BY_NAME['ranks'].format(config.ranks)}")
             return session
+        if config.on_demand:
+            from npuprof_launch import bootstrap, ondemand
+
+            since = bootstrap.armed_ns or session.started_ns
+            session._watcher = ondemand.RequestWatcher(output_dir, rank, since, session.note_warning)
         atexit.register(session.at_exit)
         session._safe_write_status()
         return session
@@ -178,8 +189,30 @@ class Session:
         self.step_begins()
 
     def step_begins(self) -> None:
-        if self.state == WAITING and self.steps + 1 >= self._start_at and self._claim():
+        if self.state != WAITING:
+            return
+        if self._watcher is not None and self._request_config is None:
+            self._take_request()
+        if self.steps + 1 >= self._start_at and self._claim():
             self._start(self.steps + 1)
+
+    def _take_request(self) -> None:
+        """On-demand: a new request for this process makes its window start at this step."""
+        noted = len(self.warnings)
+        try:
+            request = self._watcher.poll()
+        except Exception as exc:  # noqa: BLE001 - a broken request folder must not break the job
+            self.note_warning(f"on-demand requests could not be read: {exc!r}")
+            request = None
+        if request is None:
+            if len(self.warnings) != noted:  # a refused request: say so where --trigger and --check look
+                self._safe_write_status()
+            return
+        self.requests.append(request["id"])
+        fields = {"skip-first": 0, "repeat": 1, "wait": request["wait"], "warmup": request["warmup"]}
+        self._request_config = self.config.with_values({**fields, "active": request["active"]})
+        self._start_at = self.steps + 1
+        self._safe_write_status()
 
     def step_ends(self) -> None:
         self.steps += 1
@@ -197,7 +230,7 @@ class Session:
     def _start(self, first: int) -> None:
         from npuprof_launch import backends
 
-        config = self.config
+        config = self._request_config or self.config
         if first > self._start_at and self._waiting_for is None:
             self.note_warning(
                 f"the clock first saw the job at step {first}; the schedule starts there instead of at "
@@ -253,7 +286,11 @@ class Session:
         self._release()
         if self.state == RUNNING:
             self.state = DONE
-            if self._calls is not None and self._windows_started < len(self._calls):
+            if self._watcher is not None:  # on-demand: back to waiting for the next request
+                self.state = WAITING
+                self._start_at = float("inf")
+                self._request_config = None
+            elif self._calls is not None and self._windows_started < len(self._calls):
                 self.state = WAITING
                 self._start_at = max(self._calls[self._windows_started], self.steps + 1)
         self._safe_write_status()
@@ -394,7 +431,9 @@ class Session:
             self.warn(message)
 
     def windows_planned(self) -> int:
-        """Windows the schedule asks for; in range mode each recorded call is a window."""
+        """Windows the schedule asks for; in range mode each recorded call is a window; on demand, each request."""
+        if self._watcher is not None:
+            return len(self.requests)
         return len(self._calls) if self._calls is not None else self.config.repeat
 
     def record(self) -> dict:
@@ -414,6 +453,8 @@ class Session:
             "target": self.target,
             "stage": self.stage,
             "range": self._calls is not None,
+            "on_demand": self._watcher is not None,
+            "requests": list(self.requests),
             "backend": self.backend.name if self.backend is not None else None,
             "options": config.as_dict(),
             "steps": self.steps,

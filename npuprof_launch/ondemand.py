@@ -1,0 +1,146 @@
+"""On-demand windows: ``npuprof-run --trigger DIR`` asks a running job for one window, no restart.
+
+The request travels as a small JSON file in ``DIR/npuprof_requests/``; nothing listens on a port.
+Each process of the job looks for new files from its step clock, at most ``POLL_INTERVAL``
+times a second and with no system call at all in between (a monotonic-clock read is a vDSO
+call). A request is accepted only when its file and folder belong to the job's own user and
+are writable by nobody else; a malformed one is reported once and ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from npuprof_launch import naming, status
+
+POLL_INTERVAL = 0.25
+REQUEST_SUFFIX = ".request.json"
+#: The schedule fields a request may carry, with their lower bounds.
+REQUEST_FIELDS = {"active": 1, "warmup": 0, "wait": 0}
+
+
+def requests_dir(output_dir: str) -> str:
+    return os.path.join(output_dir, naming.REQUESTS_DIR)
+
+
+def write_request(output_dir: str, active: int, warmup: int, wait: int, ranks) -> dict:
+    """Write one request atomically, readable and writable by this user only."""
+    folder = requests_dir(output_dir)
+    status.make_dirs(folder)
+    created = time.time_ns()
+    request = {
+        "id": f"{created}-{os.getpid()}",
+        "active": active,
+        "warmup": warmup,
+        "wait": wait,
+        "ranks": list(ranks) if ranks is not None else None,
+        "created_ns": created,
+    }
+    path = os.path.join(folder, request["id"] + REQUEST_SUFFIX)
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(request, handle)
+    os.replace(tmp, path)
+    return request
+
+
+def withdraw(output_dir: str, request_id: str) -> None:
+    try:
+        os.unlink(os.path.join(requests_dir(output_dir), request_id + REQUEST_SUFFIX))
+    except FileNotFoundError:
+        pass
+
+
+def pickups(output_dir: str, request_id: str) -> list[dict]:
+    """The status records of the processes that took request ``request_id``."""
+    records = status.read_records(naming.status_dir(output_dir))
+    return [r for r in records if request_id in (r.get("requests") or [])]
+
+
+def unsafe_reason(st: os.stat_result, what: str) -> str | None:
+    """Why a request file or folder with these attributes must not be trusted, or None."""
+    if st.st_uid != os.getuid():
+        return f"{what} belongs to uid {st.st_uid}, not to this job's user (uid {os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"{what} is writable by other users (mode {st.st_mode & 0o777:o})"
+    return None
+
+
+def parse_request(text: str) -> dict:
+    """Validate a request's JSON; raises ValueError naming the first bad field."""
+    data = json.loads(text)
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        raise ValueError("not a request object with an id")
+    for field, minimum in REQUEST_FIELDS.items():
+        value = data.get(field)
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise ValueError(f"{field} must be a whole number >= {minimum}, got {value!r}")
+    ranks = data.get("ranks")
+    if ranks is not None and (not isinstance(ranks, list) or not all(isinstance(r, int) for r in ranks)):
+        raise ValueError(f"ranks must be a list of whole numbers or null, got {ranks!r}")
+    if not isinstance(data.get("created_ns"), int):
+        raise ValueError("created_ns must be a whole number")
+    return data
+
+
+class RequestWatcher:
+    """Finds new requests for this process; cheap enough to be asked at every step."""
+
+    def __init__(self, output_dir: str, rank: int | None, since_ns: int, note_warning) -> None:
+        self.folder = requests_dir(output_dir)
+        self.rank = 0 if rank is None else rank
+        self.since_ns = since_ns
+        self.note_warning = note_warning
+        self._next_look = 0.0
+        self._folder_mtime = None
+        self._seen: set[str] = set()
+
+    def poll(self) -> dict | None:
+        """A new request for this process, or None. Looks at the disk at most POLL_INTERVAL apart."""
+        now = time.monotonic()
+        if now < self._next_look:
+            return None
+        self._next_look = now + POLL_INTERVAL
+        try:
+            st = os.stat(self.folder)
+        except OSError:
+            return None
+        if st.st_mtime_ns == self._folder_mtime:
+            return None
+        self._folder_mtime = st.st_mtime_ns
+        reason = unsafe_reason(st, f"request folder {self.folder}")
+        if reason:
+            self.note_warning(f"{reason}: on-demand requests ignored")
+            return None
+        for name in sorted(os.listdir(self.folder)):
+            if not name.endswith(REQUEST_SUFFIX) or name in self._seen:
+                continue
+            self._seen.add(name)
+            request = self._read(os.path.join(self.folder, name))
+            if request is None or request["created_ns"] < self.since_ns:
+                continue
+            if request["ranks"] is not None and self.rank not in request["ranks"]:
+                continue
+            self._folder_mtime = None  # look again next time: more requests may be waiting
+            return request
+        return None
+
+    def _read(self, path: str) -> dict | None:
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as exc:
+            self.note_warning(f"on-demand request {path} ignored: {exc.strerror or exc}")
+            return None
+        with os.fdopen(fd) as handle:
+            reason = unsafe_reason(os.fstat(handle.fileno()), f"on-demand request {path}")
+            if reason:
+                self.note_warning(f"{reason}: ignored")
+                return None
+            try:
+                return parse_request(handle.read())
+            except ValueError as exc:
+                self.note_warning(f"on-demand request {path} is malformed ({exc}): ignored")
+                return None
