@@ -1,0 +1,393 @@
+"""What npuprof-launch costs a job, measured against the same job without it: ``python benchmarks/run.py``.
+
+The hook runs in every Python process of a job and the step clock on every iteration of runs
+that last days, so each figure (issue #9) is a paired comparison made in this one run: the arms
+are started in alternating order, round after round, and the figure is the median of the pairs'
+differences, never an absolute time measured alone. On a shared machine wall time mostly
+measures the neighbours, so CPU time is shown beside it, and:
+
+* interpreter start-up (about 20 ms, several ms of jitter) is counted in instructions with
+  callgrind, the same count run after run, and turned into milliseconds at the bare start-up's
+  own rate (instructions per ms of CPU time) measured in the same run;
+* the step clock is timed inside one process, its hooks attached and detached block by block
+  (job.py), so that both arms of a pair share the process, its memory layout and its moment.
+
+Byte-code caches are written as users have them (PYTHONDONTWRITEBYTECODE unset, one warm-up run).
+
+``--quick`` runs every figure with a few repetitions, so CI keeps the benchmark alive; its
+numbers are indicative only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from npuprof_launch import cli, deliverables, naming, options
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(HERE, "job.py")
+PYTHON = sys.executable
+#: A --skip-first so large that no window ever opens: the clock counts, the profiler never starts.
+NEVER = 10**9
+
+
+class Child:
+    """One finished child process, measured from outside (wait4): nothing of ours runs inside it.
+
+    ``cpu_s`` (user + system, the child's and its waited-for children's) is the steadier of the two
+    times on a shared machine: it leaves out the time the child waited for a core.
+    """
+
+    def __init__(self, wall_s: float, cpu_s: float, maxrss_kb: int, returncode: int, stdout: str, stderr: str) -> None:
+        self.wall_s = wall_s
+        self.cpu_s = cpu_s
+        self.maxrss_kb = maxrss_kb
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def json(self) -> dict:
+        if self.returncode != 0:
+            raise RuntimeError(f"child failed with exit {self.returncode}:\n{self.stderr[-3000:]}")
+        return json.loads(self.stdout.strip().splitlines()[-1])
+
+
+def run_child(argv: list[str], env: dict[str, str]) -> Child:
+    """Run ``argv`` to the end; output goes to files so that wait4 can collect the child's rusage."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        _, wait_status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(wait_status)
+        out.seek(0)
+        err.seek(0)
+        cpu = usage.ru_utime + usage.ru_stime
+        return Child(wall, cpu, usage.ru_maxrss, process.returncode, out.read(), err.read())
+
+
+def base_env() -> dict[str, str]:
+    """This environment without any variable of ours, with byte-code caches written as users have them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NPU_PROF_", "_NPU_PROF_"))}
+    for name in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONPROFILEIMPORTTIME"):
+        env.pop(name, None)
+    env["PYTHONHASHSEED"] = "0"  # the same hash order in every run: identical instruction counts
+    return env
+
+
+def tool_env(output_dir: str, **given: object) -> dict[str, str]:
+    """The environment npuprof-run gives a job, built by the launcher's own code, with these options."""
+    config, problems = options.resolve({name.replace("_", "-"): str(v) for name, v in given.items()}, {})
+    if problems:
+        raise ValueError("; ".join(problems))
+    return cli.job_environment(config, base_env(), output_dir, run_id="benchmark")
+
+
+def rounds_of(arms: dict[str, object], rounds: int, run) -> dict[str, list]:
+    """Run every arm once per round, the order rotating each round, so drifting load hits all arms alike."""
+    names = list(arms)
+    results: dict[str, list] = {name: [] for name in names}
+    for index in range(rounds):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            results[name].append(run(arms[name]))
+    return results
+
+
+def median(values) -> float:
+    return statistics.median(values)
+
+
+def verdict(value: float, limit: float, unit: str) -> str:
+    return f"[target <= {limit:g} {unit}: {'met' if value <= limit else 'MISSED'}]"
+
+
+class Bench:
+    """The figures of issue #9, in the order it lists them; each prints its own lines."""
+
+    def __init__(self, quick: bool, workdir: str) -> None:
+        self.quick = quick
+        self.workdir = workdir
+
+    def say(self, line: str) -> None:
+        print(line, flush=True)
+
+    def scratch(self, name: str) -> str:
+        path = os.path.join(self.workdir, name)
+        shutil.rmtree(path, ignore_errors=True)
+        return path
+
+    # -- 1. start-up ----------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        """``python -c pass`` with the hook variables on, and with only the hook directory on the path.
+
+        Milliseconds come from instruction counts at the bare start's own rate: its instructions
+        per millisecond of CPU time, which a loaded machine inflates far less than wall time.
+        """
+        out = self.scratch("startup_out")
+        off = base_env()
+        off["PYTHONPATH"] = cli.HOOK_DIR
+        arms = {"bare": base_env(), "on": tool_env(out), "off": off}
+        argv = [PYTHON, "-c", "pass"]
+        for env in arms.values():
+            run_child(argv, env)  # writes the byte-code caches
+        runs = rounds_of(arms, 10 if self.quick else 100, lambda env: run_child(argv, env))
+        counts = None
+        if shutil.which("valgrind"):
+            counts = rounds_of(arms, 1 if self.quick else 3, lambda env: callgrind_instructions(argv, env))
+        bare_cpu = median([r.cpu_s for r in runs["bare"]]) * 1e3
+        bare_wall = median([r.wall_s for r in runs["bare"]]) * 1e3
+        for arm, label, limit in (
+            ("on", "hook on (NPU_PROF_ENABLE=1)", 5.0),
+            ("off", "hook dir on path, switch unset", 1.5),
+        ):
+            wall = median([(a.wall_s - b.wall_s) * 1e3 for a, b in zip(runs[arm], runs["bare"])])
+            cpu = median([(a.cpu_s - b.cpu_s) * 1e3 for a, b in zip(runs[arm], runs["bare"])])
+            paired = f"paired medians of {len(runs[arm])}: wall {wall:+.2f} ms, CPU {cpu:+.2f} ms"
+            if counts is not None:
+                bare_n, arm_n = median(counts["bare"]), median(counts[arm])
+                extra = (arm_n - bare_n) / bare_n * bare_cpu
+                how = (
+                    f"callgrind {(arm_n - bare_n) / 1e6:+.2f} M instructions over bare {bare_n / 1e6:.1f} M = "
+                    f"{bare_cpu:.1f} ms CPU ({bare_wall:.1f} ms wall); {paired}"
+                )
+            else:
+                extra = cpu
+                how = f"no valgrind here, so CPU time: bare {bare_cpu:.1f} ms CPU, {bare_wall:.1f} ms wall; {paired}"
+            self.say(
+                f"1{'a' if arm == 'on' else 'b'}. start-up, {label}: {extra:+.2f} ms  {verdict(extra, limit, 'ms')}"
+            )
+            self.say(f"      {how}")
+
+    def idle_torch(self) -> None:
+        """A process that imports torch and never steps (a torchrun agent, a spawned worker)."""
+        out = self.scratch("idle_out")
+        arms = {"bare": base_env(), "on": tool_env(out)}
+        argv = [PYTHON, "-c", "import torch"]
+        run_child(argv, arms["on"])  # writes the byte-code caches of what the hook imports with torch
+        runs = rounds_of(arms, 1 if self.quick else 5, lambda env: run_child(argv, env))
+        wall = median([a.wall_s - b.wall_s for a, b in zip(runs["on"], runs["bare"])])
+        cpu = median([a.cpu_s - b.cpu_s for a, b in zip(runs["on"], runs["bare"])])
+        rss = median([a.maxrss_kb - b.maxrss_kb for a, b in zip(runs["on"], runs["bare"])]) / 1024
+        bare_s = median([r.wall_s for r in runs["bare"]])
+        bare_mb = median([r.maxrss_kb for r in runs["bare"]]) / 1024
+        self.say(
+            f"1c. a process that imports torch and never steps: {wall * 1e3:+.0f} ms wall, {cpu * 1e3:+.0f} ms CPU, "
+            f"{rss:+.1f} MB peak memory  [no target set]"
+        )
+        self.say(f"      bare: {bare_s:.2f} s, {bare_mb:.0f} MB; paired medians of {len(runs['on'])}")
+
+    # -- 2. step clock -----------------------------------------------------------------------------
+
+    def step_clock(self) -> dict[str, list[Child]]:
+        """The training loop bare, under the clock outside a window, and after the last window.
+
+        The clock's own cost per optimizer.step is measured on the smallest step there is (one
+        scalar SGD), with the hooks attached and detached in turn inside one process (job.py).
+        Returns the runs, whose peak memory is figure 4.
+        """
+        rounds = 1 if self.quick else 5
+        out = self.scratch("clock_out")
+        train = [PYTHON, JOB, "--workload", "train", "--steps", "20", "--block", "40"]
+        train += ["--rounds", "8" if self.quick else "40"]
+        tiny = [PYTHON, JOB, "--workload", "tiny", "--steps", "10", "--block", "1000"]
+        tiny += ["--rounds", "40" if self.quick else "300"]
+        arms = {
+            "bare": (train, base_env()),
+            "outside": (train, tool_env(out, skip_first=NEVER)),
+            "after": (train, tool_env(out, skip_first=2, active=2)),
+            "tiny": (tiny, tool_env(out, skip_first=NEVER)),
+        }
+        runs = rounds_of(arms, rounds, lambda arm: run_child(*arm))
+        data = {name: [child.json() for child in children] for name, children in runs.items()}
+        check_arm(data["outside"], "waiting")
+        check_arm(data["after"], "done")
+        check_arm(data["tiny"], "waiting")
+
+        train_pairs = [a - d for r in data["outside"] for a, d in zip(r["attached_us"], r["detached_us"])]
+        tiny_pairs = [a - d for r in data["tiny"] for a, d in zip(r["attached_us"], r["detached_us"])]
+        tiny_bare = median([d for r in data["tiny"] for d in r["detached_us"]])
+        bare_step = median([median(r["attached_us"]) for r in data["bare"]])
+        clock_us = median(train_pairs)
+        self.say(
+            f"2a. step clock outside a window: {clock_us:+.2f} us per optimizer.step of the training loop  "
+            f"{verdict(clock_us, 2.0, 'us')}"
+        )
+        self.say(
+            f"      CPU time, hooks attached vs detached in one process, median of {len(train_pairs)} pairs of "
+            f"{bare_step / 1e3:.2f} ms steps; on a bare one-scalar SGD step ({tiny_bare:.1f} us, caches hot): "
+            f"{median(tiny_pairs):+.2f} us, median of {len(tiny_pairs)}"
+        )
+
+        ratios = [median(a["attached_us"]) / median(b["attached_us"]) for a, b in zip(data["after"], data["bare"])]
+        after = median(ratios)
+        hooks_only = median([a / d for r in data["after"] for a, d in zip(r["attached_us"], r["detached_us"])])
+        slower = (after - 1) * 100
+        self.say(
+            f"2b. after the last window: {slower:+.2f}% per training step against bare  {verdict(slower, 1.0, '%')}"
+        )
+        self.say(
+            f"      separate processes, median of {len(ratios)} pair(s) (bare {bare_step / 1e3:.3f} ms/step); "
+            f"the hooks alone, attached vs detached in the same process: {(hooks_only - 1) * 100:+.2f}%"
+        )
+
+        return runs
+
+    # -- 4. peak memory ---------------------------------------------------------------------------
+
+    def memory(self, runs: dict[str, list[Child]]) -> None:
+        """Peak memory of the same training job, bare and under the clock outside a window (from wait4)."""
+        rss = [a.maxrss_kb - b.maxrss_kb for a, b in zip(runs["outside"], runs["bare"])]
+        bare_rss = median([child.maxrss_kb for child in runs["bare"]]) / 1024
+        self.say(
+            f"4. peak memory (max RSS) outside the window: {median(rss) / 1024:+.1f} MB over bare {bare_rss:.0f} MB "
+            f"(same training job, median of {len(rss)} pair(s))  [no target set]"
+        )
+
+    # -- 3. the whole run -----------------------------------------------------------------------
+
+    def whole_run(self) -> None:
+        """npuprof-run around the job against the same schedule written by hand with torch.profiler."""
+        steps = 150 if self.quick else 8000
+        skip, warmup, active = steps // 2, 1, 3
+        job = [PYTHON, JOB, "--workload", "train", "--steps", str(steps)]
+
+        def tool(_):
+            out = self.scratch("whole_tool")
+            argv = [PYTHON, "-m", "npuprof_launch", "--skip-first", str(skip), "--warmup", str(warmup)]
+            argv += ["--active", str(active), "--output-dir", out, "--", *job]
+            child = run_child(argv, base_env())
+            check_traces(child, out, active)
+            return child
+
+        def hand(_):
+            out = self.scratch("whole_hand")
+            child = run_child([*job, "--hand-profiler", f"{skip},{warmup},{active},1", "--trace-dir", out], base_env())
+            check_traces(child, out, active)
+            return child
+
+        runs = rounds_of({"tool": tool, "hand": hand}, 1 if self.quick else 5, lambda run: run(None))
+        slower = (median([t.wall_s / h.wall_s for t, h in zip(runs["tool"], runs["hand"])]) - 1) * 100
+        cpu = (median([t.cpu_s / h.cpu_s for t, h in zip(runs["tool"], runs["hand"])]) - 1) * 100
+        self.say(
+            f"3. whole run through npuprof-run against the hand-written torch.profiler loop: {slower:+.1f}% wall, "
+            f"{cpu:+.1f}% CPU  {verdict(slower, 5.0, '%')}"
+        )
+        self.say(
+            f"      {steps} training steps, window of {active} steps after {skip}; wall medians "
+            f"{median([t.wall_s for t in runs['tool']]):.2f} vs {median([h.wall_s for h in runs['hand']]):.2f} s, "
+            f"paired medians of {len(runs['tool'])}"
+        )
+
+    # -- 5. --check on a large output -------------------------------------------------------------
+
+    def check_scaling(self) -> None:
+        """``npuprof-run --check`` on synthetic outputs of 1x, 2x and 4x the trace size: it must grow linearly."""
+        import synthetic_output
+
+        ranks, unit = (4, 2.0) if self.quick else (16, 4.0)
+        dirs = {}
+        for factor in (1, 2, 4):
+            path = self.scratch(f"check_{factor}x")
+            dirs[factor] = (path, synthetic_output.write_output(path, ranks, unit * factor))
+
+        def check(entry) -> Child:
+            child = run_child([PYTHON, "-m", "npuprof_launch", "--check", entry[0], "--json"], base_env())
+            if child.returncode != 0 or not json.loads(child.stdout)["passed"]:
+                raise RuntimeError(f"--check did not pass on the synthetic output:\n{child.stdout[-2000:]}")
+            return child
+
+        runs = rounds_of(dirs, 1 if self.quick else 3, check)
+        cpu = {f: median([c.cpu_s for c in children]) for f, children in runs.items()}
+        wall = {f: median([c.wall_s for c in children]) for f, children in runs.items()}
+        rss = {f: median([c.maxrss_kb for c in children]) / 1024 for f, children in runs.items()}
+        sizes = ", ".join(f"{dirs[f][1] / 1e6:.0f} MB {cpu[f]:.2f} s" for f in (1, 2, 4))
+        self.say(
+            f"5. --check on {ranks} ranks, trace size 1x/2x/4x: {sizes} CPU; ratio 2x/1x {cpu[2] / cpu[1]:.2f}, "
+            f"4x/2x {cpu[4] / cpu[2]:.2f} (linear: 2.00, less the fixed start-up)"
+        )
+        self.say(
+            f"      wall {', '.join(f'{wall[f]:.2f}' for f in (1, 2, 4))} s; peak memory "
+            f"{', '.join(f'{rss[f]:.0f}' for f in (1, 2, 4))} MB; median of {len(runs[1])}"
+        )
+        for path, _ in dirs.values():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def callgrind_instructions(argv: list[str], env: dict[str, str]) -> int:
+    """Instructions executed by ``argv``: callgrind's total, the same from run to run."""
+    child = run_child(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], env)
+    match = re.search(r"Collected\s*:\s*(\d+)", child.stderr)
+    if child.returncode != 0 or match is None:
+        raise RuntimeError(f"callgrind failed (exit {child.returncode}):\n{child.stderr[-2000:]}")
+    return int(match.group(1))
+
+
+def check_arm(results: list[dict], state: str) -> None:
+    """Refuse figures from an arm that is not what it claims (the clock absent, a window in the wrong arm)."""
+    for result in results:
+        if not result.get("hooks") or result.get("clock_state") != state:
+            raise RuntimeError(f"expected the tool's hooks and a session in state {state!r}, got {result}")
+
+
+def check_traces(child: Child, out: str, active: int) -> None:
+    """A whole-run arm counts only if it wrote one trace of ``active`` profiled steps."""
+    if child.returncode != 0:
+        raise RuntimeError(f"the whole-run job failed (exit {child.returncode}):\n{child.stderr[-2000:]}")
+    paths = [os.path.join(out, name) for name in os.listdir(out) if name.endswith(naming.TORCH_TRACE_SUFFIX)]
+    counts = [deliverables.count_profiler_steps(path) for path in paths]
+    if counts != [active]:
+        raise RuntimeError(f"expected one trace of {active} steps in {out}, got {counts}")
+
+
+def machine() -> str:
+    """CPU model, cores, load, Python and torch versions: a figure means little without them."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as handle:
+            model = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = "not installed"
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (
+        f"machine: {model}, {os.cpu_count()} cores, load {load}; Python {platform.python_version()}, "
+        f"torch {torch_version}, {platform.system()} {platform.release()}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few repetitions: checks that every figure runs")
+    args = parser.parse_args(argv)
+    print(f"npuprof-launch overhead benchmark ({'quick: indicative only' if args.quick else 'full'})", flush=True)
+    print(machine(), flush=True)
+    with tempfile.TemporaryDirectory(prefix="npuprof-bench-") as workdir:
+        bench = Bench(args.quick, workdir)
+        bench.startup()
+        bench.idle_torch()
+        clock_runs = bench.step_clock()
+        bench.whole_run()
+        bench.memory(clock_runs)
+        bench.check_scaling()
+    print(f"load at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

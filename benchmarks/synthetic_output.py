@@ -1,0 +1,163 @@
+"""A large output directory for timing ``--check``, written directly instead of running jobs.
+
+Each rank gets what the torch backend leaves behind: a status record and one Chrome trace in
+torch.profiler's layout (metadata, ``ProfilerStep#`` spans holding nested ``cpu_op`` events,
+forward/backward flow arrows, the profiler's own span). Only the trace size changes between
+the sizes of one benchmark, so ``--check`` time can be set against it. The names and the record
+come from the package (naming.py, options.py), so the layout follows the product's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from npuprof_launch import naming, options, status
+
+#: The operators of one step: (name, children), nested as torch records them.
+STEP_OPERATORS = (
+    ("aten::linear", (("aten::t", (("aten::transpose", ()),)), ("aten::addmm", ()))),
+    ("aten::relu", (("aten::clamp_min", ()),)),
+    ("aten::mse_loss", (("aten::mean", ()),)),
+    ("autograd::engine::evaluate_function: AddmmBackward0", (("aten::mm", ()), ("aten::sum", ()))),
+    ("Optimizer.step#AdamW.step", (("aten::_foreach_add_", ()), ("aten::_foreach_lerp_", ()))),
+    ("Optimizer.zero_grad#AdamW.zero_grad", ()),
+)
+#: Microseconds of a leaf operator, and the gap around every child.
+LEAF_US, GAP_US = 10.0, 1.0
+
+
+def _operator_events(tree, pid: int, ts: float, ids: list[int], events: list[dict]) -> float:
+    """Append the events of ``tree`` from ``ts`` on, children strictly inside parents; returns the end."""
+    for name, children in tree:
+        index = ids[0] = ids[0] + 1
+        event = {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": name,
+            "pid": pid,
+            "tid": pid,
+            "ts": ts,
+            "dur": 0.0,
+            "args": {
+                "External id": index,
+                "Record function id": 0,
+                "Sequence number": index,
+                "Fwd thread id": 0,
+                "Ev Idx": index,
+            },
+        }
+        events.append(event)
+        end = _operator_events(children, pid, ts + GAP_US, ids, events) + GAP_US if children else ts + LEAF_US
+        event["dur"] = end - ts
+        ts = end + GAP_US
+    return ts
+
+
+def _step_events(step: int, layers: int, pid: int, start_us: float, ids: list[int]) -> tuple[list[dict], float]:
+    """One ProfilerStep span holding ``layers`` times the operators above, each with a flow arrow."""
+    ids[0] += 1
+    span = {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": f"ProfilerStep#{step}",
+        "pid": pid,
+        "tid": pid,
+        "ts": start_us,
+        "dur": 0.0,
+        "args": {"External id": ids[0], "Record function id": 0, "Ev Idx": ids[0]},
+    }
+    events = [span]
+    end = start_us + GAP_US
+    for _ in range(layers):
+        begin = end
+        end = _operator_events(STEP_OPERATORS, pid, begin, ids, events)
+        flow = {"id": ids[0], "pid": pid, "tid": pid, "cat": "fwdbwd", "name": "fwdbwd"}
+        events.append({"ph": "s", "ts": begin + GAP_US, **flow})
+        events.append({"ph": "f", "ts": end - 2 * GAP_US, "bp": "e", **flow})
+    span["dur"] = end - start_us
+    return events, end + GAP_US
+
+
+def trace_text(megabytes: float, steps: int, pid: int = 4242) -> str:
+    """A Chrome trace of about ``megabytes`` MB holding ``steps`` ProfilerStep spans.
+
+    A large trace is large because each step runs many operators (a big model), not because a
+    window holds many steps; so the size grows with the operators per step.
+    """
+    one_layer, _end = _step_events(0, 1, pid, 0.0, [0])
+    layers = max(1, int(megabytes * 1e6 / len(json.dumps(one_layer)) / steps))
+    events: list[dict] = [
+        {"ph": "M", "name": "process_name", "ts": 0, "pid": pid, "tid": 0, "args": {"name": "python"}},
+        {"ph": "M", "name": "thread_name", "ts": 0, "pid": pid, "tid": pid, "args": {"name": "thread 1 (python)"}},
+    ]
+    ids, ts = [0], 1000.0
+    for step in range(steps):
+        step_events, ts = _step_events(step, layers, pid, ts, ids)
+        events.extend(step_events)
+    events.append(
+        {
+            "ph": "X",
+            "cat": "Trace",
+            "name": "PyTorch Profiler (0)",
+            "pid": "Spans",
+            "tid": "PyTorch Profiler",
+            "ts": 999.0,
+            "dur": ts - 999.0,
+            "args": {"Op count": 0},
+        }
+    )
+    document = {
+        "schemaVersion": 1,
+        "deviceProperties": [],
+        "trace_id": "0" * 32,
+        "displayTimeUnit": "ms",
+        "baseTimeNanoseconds": 1_700_000_000_000_000_000,
+        "traceEvents": events,
+        "traceName": "synthetic",
+    }
+    return json.dumps(document)
+
+
+def write_output(directory: str, ranks: int, megabytes: float) -> int:
+    """Write ``ranks`` processes' status records and traces of ``megabytes`` MB each; returns bytes written."""
+    config, problems = options.resolve({}, {})
+    if problems:
+        raise RuntimeError(f"the default options do not resolve: {problems}")
+    text = trace_text(megabytes, config.active)
+    started = 1_700_000_000_000_000_000
+    total = 0
+    for rank in range(ranks):
+        pid = 10_000 + rank
+        worker = naming.worker_name(rank, pid=pid, environ={})
+        trace = naming.torch_trace_name(worker, started + 1)
+        status.make_dirs(directory)
+        with open(os.path.join(directory, trace), "w") as handle:
+            handle.write(text)
+        total += len(text)
+        record = {
+            "host": naming.host(),
+            "pid": pid,
+            "rank": rank,
+            "worker": worker,
+            "run_id": "synthetic",
+            "argv": ["train.py"],
+            "state": "done",
+            "clock": "optimizer.step",
+            "backend": "torch",
+            "options": config.as_dict(),
+            "steps": config.schedule_length(),
+            "mean_step_s": 0.5,
+            "window_steps": [config.skip_first + 1, config.schedule_length()],
+            "schedule_steps": config.schedule_length(),
+            "windows_planned": config.repeat,
+            "windows_completed": config.repeat,
+            "partial_traces": 0,
+            "traces": [trace],
+            "warnings": [],
+            "errors": [],
+            "started_ns": started,
+            "updated_ns": started + 2,
+        }
+        status.write_json(naming.status_path(directory, worker, started), record)
+    return total

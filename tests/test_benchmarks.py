@@ -1,0 +1,38 @@
+"""The overhead benchmark (benchmarks/run.py) must keep running: CI runs its quick mode.
+
+No timing is asserted here: a shared CI machine cannot judge milliseconds. The test only holds
+the benchmark to printing every figure of issue #9, so that a change to the hook, the launcher
+or the report that breaks a measurement shows up at once instead of on the next release.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from conftest import ROOT, clean_env, python
+
+#: The line of each figure, in the order the benchmark prints them.
+FIGURES = (
+    r"machine: .+ \d+ cores.+Python \d+\.\d+.+torch ",
+    r"1a\. start-up, hook on .+ [+-]\d+\.\d+ ms  \[target <= 5 ms: (met|MISSED)\]",
+    r"1b\. start-up, hook dir on path, switch unset: [+-]\d+\.\d+ ms  \[target <= 1\.5 ms: (met|MISSED)\]",
+    r"1c\. a process that imports torch and never steps: ",
+    r"2a\. step clock outside a window: [+-]\d+\.\d+ us per optimizer\.step .+\[target <= 2 us: (met|MISSED)\]",
+    r"2b\. after the last window: [+-]\d+\.\d+% per training step against bare  \[target <= 1 %: (met|MISSED)\]",
+    r"3\. whole run through npuprof-run .+: [+-]\d+\.\d+% wall, .+\[target <= 5 %: (met|MISSED)\]",
+    r"4\. peak memory \(max RSS\) outside the window: [+-]\d+\.\d+ MB",
+    r"5\. --check on \d+ ranks, trace size 1x/2x/4x: .+ ratio 2x/1x \d+\.\d+, 4x/2x \d+\.\d+",
+)
+
+
+def test_quick_benchmark_prints_every_figure(tmp_path):
+    result = python([os.path.join(ROOT, "benchmarks", "run.py"), "--quick"], cwd=str(tmp_path), env=clean_env())
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    lines = result.stdout.splitlines()
+    position = 0
+    for pattern in FIGURES:
+        found = [i for i, line in enumerate(lines) if re.match(pattern, line)]
+        assert found, f"no line matches {pattern!r} in:\n{result.stdout}"
+        assert found[0] >= position, f"{pattern!r} is out of order in:\n{result.stdout}"
+        position = found[0]
