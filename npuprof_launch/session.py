@@ -42,6 +42,20 @@ def _forget_slot() -> None:
 os.register_at_fork(after_in_child=_forget_slot)
 
 
+def restore_default_sigterm() -> None:
+    """Take back our SIGTERM handler once no window records (and in a forked child).
+
+    A Python handler runs only between bytecodes: a process blocked in C, such as a hung
+    collective, would ignore SIGTERM until torchrun's SIGKILL 30 s later (measured: the default
+    action ends a process inside a long torch call at once; our handler only after it returns).
+    """
+    try:
+        if getattr(signal.getsignal(signal.SIGTERM), "__func__", None) is Session._on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:  # not the main thread: leave signals alone
+        pass
+
+
 def recorded_calls(config: options.Config) -> list[int]:
     """Range mode: the calls recorded, each from its entry to its return as its own window.
 
@@ -284,6 +298,7 @@ class Session:
         self._guard("stop", self.profiler.stop)
         self.profiler = None
         self._release()
+        restore_default_sigterm()  # the process's one window is over: no other records now
         if self.state == RUNNING:
             self.state = DONE
             if self._watcher is not None:  # on-demand: back to waiting for the next request
@@ -358,13 +373,12 @@ class Session:
         is silenced instead (forking.py), and our SIGTERM handler is taken back: in the child it
         would write the parent's status record (torchrun SIGTERMs data-loader workers too).
         """
+        restore_default_sigterm()
         if self.state == RUNNING:
             from npuprof_launch import forking
 
             try:
                 forking.silence_inherited_profiler()
-                if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
-                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
             except Exception as exc:  # noqa: BLE001 - the child must run whatever happens here
                 self.warn(f"forked child {os.getpid()}: could not silence the inherited profiler: {exc!r}")
         self.state = OFF
@@ -383,7 +397,8 @@ class Session:
         running = _running
         for session in (self,) if running in (None, self) else (self, running):
             session.flush("SIGTERM")
-            session._safe_write_status()
+            if os.getpid() == session._pid:  # a forked child never writes its parent's record
+                session._safe_write_status()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 

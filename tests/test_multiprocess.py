@@ -265,10 +265,14 @@ def test_rank_variable_order_is_the_documented_one():
     assert naming.rank_from_env(everything) is None
 
 
-def test_sigterm_in_a_child_forked_during_a_window_leaves_the_parents_record_alone(out):
+def test_sigterm_in_a_forked_child_spares_the_parents_record_and_is_default_after_the_window(out):
     job = script("fork_in_window.py")
     result = npuprof(["--skip-first", "2", "--active", "3", "--output-dir", out, "--", sys.executable, job])
     assert_ok(result)
-    assert result.stdout.splitlines() == ["child ended by signal 15", "parent record: running"]
+    assert result.stdout.splitlines() == [
+        "child ended by signal 15",
+        "parent record: running",
+        "SIGTERM after the window: default",
+    ]
     (record,) = status_records(out)
     assert record["state"] == "done" and record["windows_completed"] == 1

@@ -2,7 +2,9 @@
 
 torchrun stops workers, data-loader workers included, with SIGTERM. Prints how the child ended
 and, read from the status directory right after, the state of this process's own record: a
-child must neither survive SIGTERM nor rewrite the parent's record.
+child must neither survive SIGTERM nor rewrite the parent's record. At the end, once no window
+records, prints whether SIGTERM has its default action again (a Python handler would let a
+process blocked in C, a hung collective, ignore it).
 """
 
 import glob
@@ -30,3 +32,4 @@ for step in range(1, 7):
         (path,) = glob.glob(pattern)
         with open(path) as handle:
             print(f"parent record: {json.load(handle)['state']}")
+print("SIGTERM after the window: " + ("default" if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else "handled"))
