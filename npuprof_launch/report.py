@@ -89,6 +89,7 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
             "windows_completed": record.get("windows_completed", 0),
             "partial_traces": record.get("partial_traces", 0),
             "mean_step_s": record.get("mean_step_s"),
+            "run_id": record.get("run_id"),
             "traces": list(record.get("traces", [])),
             "warnings": list(record.get("warnings", [])),
             "errors": list(record.get("errors", [])),
@@ -127,9 +128,11 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
             "no process saw a step: no optimizer.step was called" + hint + "; if the job has no optimizer "
             "(inference, RL), pass --target MOD:QUALNAME naming the function that runs one step"
         )
-    _flag_slow_ranks(processes, problems)
+    findings: list[str] = []
+    _flag_slow_ranks(processes, findings)
     return {
         "passed": not problems and bool(processes),
+        "findings": findings,
         "problems": problems,
         "processes": processes,
         "idle_processes": sum(1 for line in idle if not line.get("stepped")),
@@ -184,11 +187,12 @@ def _idle_processes(output_dir: str, run_id: str | None) -> list[dict]:
     return [line for line in lines if not run_id or line.get("run_id") == run_id]
 
 
-def _flag_slow_ranks(processes: list[dict], problems: list[str]) -> None:
-    stages = {p.get("stage") for p in processes}
-    if len(stages) > 1:  # a stage's steps are only comparable with the same stage's
-        for stage in stages:
-            _flag_slow_ranks([p for p in processes if p.get("stage") == stage], problems)
+def _flag_slow_ranks(processes: list[dict], findings: list[str]) -> None:
+    """Flag the slowest rank: a finding about the job, not a problem of the collection (``passed`` keeps)."""
+    groups = {(p.get("run_id"), p.get("stage")) for p in processes}
+    if len(groups) > 1:  # steps compare only within one run, and a stage's only with the same stage's
+        for run_id, stage in groups:
+            _flag_slow_ranks([p for p in processes if (p.get("run_id"), p.get("stage")) == (run_id, stage)], findings)
         return
     timed = [p for p in processes if p["mean_step_s"] and p["rank"] is not None]
     if len(timed) < 2:
@@ -197,7 +201,7 @@ def _flag_slow_ranks(processes: list[dict], problems: list[str]) -> None:
     slowest = max(timed, key=lambda p: p["mean_step_s"])
     if slowest["mean_step_s"] > fastest * SLOW_RANK_RATIO:
         slowest["slowest_rank"] = True
-        problems.append(
+        findings.append(
             f"rank {slowest['rank']} is the slowest: {slowest['mean_step_s'] * 1e3:.1f} ms per step against "
             f"{fastest * 1e3:.1f} ms for the fastest rank (more than {round((SLOW_RANK_RATIO - 1) * 100)}% apart)"
         )
@@ -228,6 +232,9 @@ def format_table(report: dict) -> str:
                 lines.append(f"       top self time: {tops}")
     if report.get("idle_processes"):
         lines.append(f"  {report['idle_processes']} other process(es) imported torch but never stepped")
+    if report.get("findings"):
+        lines.append("npuprof: findings:")
+        lines.extend(f"  - {finding}" for finding in report["findings"])
     if report["problems"]:
         lines.append("npuprof: problems:")
         lines.extend(f"  - {problem}" for problem in report["problems"])
