@@ -127,6 +127,8 @@ class Session:
         self.errors: list[str] = []
         self.first_step_time: float | None = None
         self.last_step_time: float | None = None
+        #: The step that last_step_time belongs to: after the last window the clock may count without timing.
+        self._timed_steps = 0
         self.window_steps: tuple[int, int] | None = None
         self._calls = recorded_calls(config) if config.range else None
         self._windows_started = 0
@@ -234,6 +236,7 @@ class Session:
         if self.first_step_time is None:
             self.first_step_time = now
         self.last_step_time = now
+        self._timed_steps = self.steps
         if self.state == RUNNING:
             self._guard("step", self.profiler.step)
             if self.state == RUNNING and self.steps >= self._end_at:
@@ -308,6 +311,8 @@ class Session:
             elif self._calls is not None and self._windows_started < len(self._calls):
                 self.state = WAITING
                 self._start_at = max(self._calls[self._windows_started], self.steps + 1)
+        if self.state == DONE and hasattr(self.clock, "settle"):
+            self.clock.settle()  # nothing left to record: the clock may shed its hooks
         self._safe_write_status()
 
     def _claim(self) -> bool:
@@ -454,8 +459,8 @@ class Session:
     def record(self) -> dict:
         config = self.config
         mean_step = None
-        if self.steps > 1 and self.first_step_time is not None:
-            mean_step = (self.last_step_time - self.first_step_time) / (self.steps - 1)
+        if self._timed_steps > 1 and self.first_step_time is not None:
+            mean_step = (self.last_step_time - self.first_step_time) / (self._timed_steps - 1)
         return {
             "host": naming.host(),
             "pid": self._pid,

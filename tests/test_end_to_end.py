@@ -200,3 +200,23 @@ def test_no_hook_without_the_switch(tmp_path):
     assert_ok(result)
     assert result.stdout.strip() == "False"
     assert not out.exists()
+
+
+HOOKS_AFTER = (
+    "import runpy, sys; from torch.optim import optimizer as o; sys.argv = sys.argv[1:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__'); "
+    "print('hooks', len(o._global_optimizer_pre_hooks), len(o._global_optimizer_post_hooks), file=sys.stderr)"
+)
+
+
+@pytest.mark.parametrize(("mode", "hooks"), [("plain", "hooks 0 1"), ("gan", "hooks 1 1")])
+def test_after_the_last_window_the_clock_sheds_its_hooks(out, mode, hooks):
+    """One optimizer, no wrapper: a single post-hook counter remains; otherwise the exact counter stays."""
+    result = npuprof(
+        ["--output-dir", out, "--", sys.executable, "-c", HOOKS_AFTER, TRAIN, "--mode", mode, "--steps", "9"]
+    )
+    assert_ok(result)
+    assert hooks in result.stderr
+    (record,) = status_records(out)
+    assert record["steps"] == 9 and record["window_steps"] == [2, 2]
+    assert record["mean_step_s"] > 0
