@@ -126,6 +126,9 @@ class OptimizerClock:
                 if session.state == "off":
                     self.remove()
                     return
+            elif n < session.call_at:  # nothing due at this boundary: only count (no call, no clock read)
+                session.steps += 1
+                return
             session.boundary()
         except Exception as exc:  # noqa: BLE001 - the job must never see our failure
             self._broken = True

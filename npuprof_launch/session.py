@@ -129,6 +129,9 @@ class Session:
         self.last_step_time: float | None = None
         #: The step that last_step_time belongs to: after the last window the clock may count without timing.
         self._timed_steps = 0
+        #: The optimizer clock calls boundary() only from this step count on; below it, a boundary
+        #: would change nothing but the count, which the clock adds to ``steps`` itself.
+        self.call_at = 0
         self.window_steps: tuple[int, int] | None = None
         self._calls = recorded_calls(config) if config.range else None
         self._windows_started = 0
@@ -203,6 +206,12 @@ class Session:
         """One step ended and the next begins (the optimizer clock's only call)."""
         self.step_ends()
         self.step_begins()
+        if self.state == WAITING and self._watcher is None:
+            self.call_at = self._start_at - 1
+        elif self.state in (RUNNING, WAITING):
+            self.call_at = 0
+        else:
+            self.call_at = float("inf")
 
     def step_begins(self) -> None:
         if self.state != WAITING:
