@@ -6,7 +6,7 @@ implementation, and are never mixed with another's. This table is the one place 
 each scenario means; ``options.resolve`` reads its defaults (a flag or variable still wins), the
 consistency rules read its clock, and the README's scenario table is generated from it.
 
-Standard library only, no imports: it is read on the hook path.
+Standard library only: the hook reads it when it resolves the options, once torch is imported.
 """
 
 from __future__ import annotations
