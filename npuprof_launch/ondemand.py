@@ -27,8 +27,6 @@ def requests_dir(output_dir: str) -> str:
 
 def write_request(output_dir: str, active: int, warmup: int, wait: int, ranks) -> dict:
     """Write one request atomically, readable and writable by this user only."""
-    folder = requests_dir(output_dir)
-    status.make_dirs(folder)
     created = time.time_ns()
     request = {
         "id": f"{created}-{os.getpid()}",
@@ -38,12 +36,7 @@ def write_request(output_dir: str, active: int, warmup: int, wait: int, ranks) -
         "ranks": list(ranks) if ranks is not None else None,
         "created_ns": created,
     }
-    path = os.path.join(folder, request["id"] + REQUEST_SUFFIX)
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(request, handle)
-    os.replace(tmp, path)
+    status.write_json(os.path.join(requests_dir(output_dir), request["id"] + REQUEST_SUFFIX), request, mode=0o600)
     return request
 
 

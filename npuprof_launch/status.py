@@ -35,11 +35,11 @@ def restrict(path: str) -> None:
         os.chmod(path, mode & NOT_WORLD_WRITABLE)
 
 
-def write_json(path: str, data: dict) -> None:
-    """Write ``data`` to ``path`` atomically."""
+def write_json(path: str, data: dict, mode: int = 0o664) -> None:
+    """Write ``data`` to ``path`` atomically, created with ``mode`` less the umask."""
     make_dirs(os.path.dirname(path))
     tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o664)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         with os.fdopen(fd, "w") as handle:
             json.dump(data, handle, indent=1, sort_keys=True)
