@@ -8,6 +8,10 @@ itself never knows which arm it is in. It prints one JSON line on stdout for run
 hooks attached as the process found them, one with them detached, in alternating order. The
 per-block difference is the cost of whatever hooks the tool registered, measured with the noise
 of a shared machine cancelled pair by pair. A bare process has no hooks; both blocks then match.
+
+``--tail N --tail-hooks on|off`` ends the run with N steps, the hooks attached or detached, for
+callgrind: two such runs differ only in those hooks, so the difference of their instruction
+counts over N is what the hooks execute per step.
 """
 
 from __future__ import annotations
@@ -122,6 +126,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="plain steps before any timing")
     parser.add_argument("--rounds", type=int, default=0, help="pairs of timed blocks (hooks attached, detached)")
     parser.add_argument("--block", type=int, default=50, help="steps per timed block")
+    parser.add_argument("--tail", type=int, default=0, help="steps run last, for callgrind to count (see --tail-hooks)")
+    parser.add_argument("--tail-hooks", choices=["on", "off"], default="on", help="the tool's hooks during --tail")
     parser.add_argument("--hand-profiler", metavar="SKIP,WARMUP,ACTIVE,REPEAT")
     parser.add_argument("--trace-dir", default="hand_traces")
     args = parser.parse_args()
@@ -148,6 +154,13 @@ def main() -> None:
                 (attached if on else detached).append(time_block(step, args.block))
         switch.attach(True)
         result.update(hooks=switch.count, attached_us=attached, detached_us=detached)
+    if args.tail:
+        switch = HookSwitch()
+        switch.attach(args.tail_hooks == "on")
+        for _ in range(args.tail):
+            step()
+        switch.attach(True)
+        result.update(hooks=switch.count)
     result.update(clock_state())
     print(json.dumps(result))
 

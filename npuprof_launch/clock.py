@@ -10,6 +10,14 @@ iterations, not calls:
   calling ``super().step()``);
 * a per-optimizer count advances the clock only when the largest count grows, so a GAN that
   steps two optimizers per iteration, or one optimizer per parameter, counts one step.
+
+The clock runs on every iteration of jobs that last days, so it has two modes. It starts
+*exact*: a pre hook keeps the depth and a post hook the per-optimizer counts. Once a whole
+iteration has shown one optimizer and no wrapper (most jobs), it turns *lean*: the pre hook goes
+and the post hook only checks that the optimizer is that one and adds one to the session's
+count, one Python frame per step. Any other optimizer sends it back to exact for good. All the
+rest (a new optimizer, a boundary where the schedule does something, the first step) runs in
+``_advance``, off the per-step path.
 """
 
 from __future__ import annotations
@@ -22,6 +30,14 @@ import weakref
 from npuprof_launch import importwatch
 from npuprof_launch.bootstrap import warn
 
+EXACT, LEAN, OFF = "exact", "lean", "off"
+
+
+class _Depth(threading.local):
+    """How deep this thread is in nested optimizer steps; 0 in every thread to start with."""
+
+    depth = 0
+
 
 class OptimizerClock:
     """Counts training iterations from optimizer steps and tells the session at each boundary."""
@@ -29,93 +45,91 @@ class OptimizerClock:
     def __init__(self, torch_module, first_step) -> None:
         self._torch = torch_module
         self._first_step = first_step
-        self._local = threading.local()
+        self._local = _Depth()
         #: id(optimizer) -> [weak reference to it, its step count]. Not a WeakKeyDictionary: that
         #: builds a weak reference per lookup and per store, a third of the clock's cost per step.
         self._per_optimizer: dict[int, list] = {}
         self._count = 0
         self._session = None
-        self._handles: list = []
+        self._mode = EXACT
+        #: Lean mode: id() of the one optimizer whose every step is one iteration.
+        self._sole: int | None = None
+        #: Set once another optimizer or a wrapper was seen: the clock stays exact from then on.
+        self._exact_only = False
         self._broken = False
-        #: Whether an optimizer's step ever ran inside another's (a wrapper optimizer): then only
-        #: the depth-guarded hooks count iterations right.
-        self._nested_seen = False
+        #: The slow path as the hooks call it: ``_advance``, kept out of dynamo's reach once it is imported.
+        self._slow = self._advance
+        self._pre_hook, self._exact_hook, self._lean_hook = self._hooks()
+        #: The same hooks as registered: themselves, or on old torch their torch.compiler.disable versions.
+        self._registered = {hook: hook for hook in (self._pre_hook, self._exact_hook, self._lean_hook)}
+        self._pre_handle = None
+        self._post_handle = None
 
     def install(self) -> None:
         optimizer = importlib.import_module("torch.optim.optimizer")
-        self._handles = [
-            optimizer.register_optimizer_step_pre_hook(self._eager(self._pre)),
-            optimizer.register_optimizer_step_post_hook(self._eager(self._post)),
-        ]
+        self._pre_handle = optimizer.register_optimizer_step_pre_hook(self._pre_hook)
+        self._post_handle = optimizer.register_optimizer_step_post_hook(self._exact_hook)
+        importwatch.finder().watch("torch._dynamo", self._keep_out_of_graphs)
         os.register_at_fork(after_in_child=self._after_fork_in_child)
 
-    def _eager(self, method):
-        """The hook torch calls: ``method``, run through ``torch.compiler.disable`` only while dynamo traces.
+    # -- the hooks torch calls on every optimizer.step ------------------------------------------
 
-        Under torch.compile the disabled version keeps our Python out of the graph (the counts
-        stay exact, no recompiles). In eager code, the common case, it is skipped: its eval-frame
-        switching cost about 4 us per call in a training loop. It is built once torch._dynamo is
-        imported (by the first optimizer or torch.compile, never earlier than dynamo can trace),
-        so a process that imports torch and never steps does not pay for importing dynamo.
+    def _hooks(self):
+        """The pre hook, the exact post hook and the lean post hook: plain functions, one frame each.
+
+        Their common path calls no Python function, so that under a compiled step (where dynamo
+        skips them, see ``_keep_out_of_graphs``) nothing they call is compiled either; every other
+        path goes through ``self._slow``.
         """
-        compiler = getattr(self._torch, "compiler", None)
-        disable = getattr(compiler, "disable", None)
-        is_compiling = getattr(compiler, "is_compiling", None)
-        if disable is None:
-            return method
-        if is_compiling is None:  # older torch: no cheap test, so always the disabled version
-            return disable(method)
-        disabled: list = []
+        clock, local = self, self._local
 
-        def hook(optimizer, args, kwargs):
-            if disabled and is_compiling():
-                return disabled[0](optimizer, args, kwargs)
-            return method(optimizer, args, kwargs)
+        def pre(optimizer, args, kwargs) -> None:
+            local.depth += 1
+            if local.depth > 1:
+                clock._exact_only = True
 
-        importwatch.finder().watch("torch._dynamo", lambda _dynamo: disabled.append(disable(method)))
-        return hook
+        def exact(optimizer, args, kwargs) -> None:
+            depth = local.depth - 1
+            local.depth = depth if depth > 0 else 0
+            if depth > 0 or clock._broken:
+                return
+            entry = clock._per_optimizer.get(id(optimizer))
+            if entry is not None and entry[0]() is optimizer:
+                n = entry[1] + 1
+                if n <= clock._count:  # another optimizer of this iteration has counted it
+                    entry[1] = n
+                    return
+                session = clock._session
+                if clock._exact_only and session is not None and n < session.call_at:
+                    entry[1] = clock._count = n
+                    session.steps += 1
+                    return
+            clock._slow(optimizer)
 
-    def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles = []
+        def lean(optimizer, args, kwargs) -> None:
+            if id(optimizer) == clock._sole:
+                session = clock._session
+                n = session.steps + 1
+                if n < session.call_at:  # nothing due at this boundary: only count
+                    session.steps = n
+                    return
+            clock._slow(optimizer)
 
-    def _pre(self, optimizer, args, kwargs) -> None:
-        local = self._local
-        depth = local.depth = getattr(local, "depth", 0) + 1
-        if depth > 1:
-            self._nested_seen = True
+        return pre, exact, lean
 
-    def settle(self) -> None:
-        """After the last window: keep counting iterations for the report with as little as one call.
+    # -- everything else, off the per-step path --------------------------------------------------
 
-        With one optimizer and no wrapper seen, each post-hook call is one iteration, so the pre
-        hook and the per-optimizer bookkeeping go and a one-line counter replaces them. Otherwise
-        the exact counter stays.
-        """
-        session = self._session
-        if session is None or self._nested_seen or len(self._per_optimizer) != 1 or not self._handles:
-            return
-
-        def count(optimizer, args, kwargs) -> None:
-            session.steps += 1
-
-        self.remove()
-        optimizer = importlib.import_module("torch.optim.optimizer")
-        self._handles = [optimizer.register_optimizer_step_post_hook(self._eager(count))]
-
-    def _post(self, optimizer, args, kwargs) -> None:
-        local = self._local
-        depth = getattr(local, "depth", 1) - 1
-        local.depth = depth
-        if depth > 0 or self._broken:
+    def _advance(self, optimizer) -> None:
+        """The step the hooks could not count alone: a new optimizer, the first step, a boundary that acts."""
+        if self._broken:
             return
         try:
+            if self._mode == LEAN:
+                self._catch_up(optimizer)
             entry = self._per_optimizer.get(id(optimizer))
             if entry is None or entry[0]() is not optimizer:
                 entry = self._track(optimizer)
-            entry[1] += 1
-            n = entry[1]
+            n = entry[1] = entry[1] + 1
             if n <= self._count:
                 return
             self._count = n
@@ -123,22 +137,102 @@ class OptimizerClock:
             if session is None:
                 session = self._session = self._first_step()
                 session.set_clock("optimizer.step", self)
-                if session.state == "off":
-                    self.remove()
+                if session.state == OFF:
+                    self._set_hooks(OFF)
                     return
+                session.boundary()
             elif n < session.call_at:  # nothing due at this boundary: only count (no call, no clock read)
                 session.steps += 1
-                return
-            session.boundary()
+            else:
+                session.boundary()
+            if self._mode == EXACT and not self._exact_only and n >= 2:
+                self._sole = id(optimizer)  # a whole iteration showed one optimizer, no wrapper: turn lean
+                self._set_hooks(LEAN)
         except Exception as exc:  # noqa: BLE001 - the job must never see our failure
             self._broken = True
             warn(f"step clock failed, job goes on unprofiled: {exc!r}")
 
+    def _catch_up(self, optimizer) -> None:
+        """Leaving the lean hook, where only the session counted: bring the clock's counts up to date.
+
+        The sole optimizer, or one that replaced it, goes on from the session's count; any other
+        optimizer means more than one, or a wrapper, and the clock stays exact from now on.
+        """
+        steps = self._count = self._session.steps
+        sole = self._per_optimizer.get(self._sole)
+        if sole is not None:
+            sole[1] = steps
+        if sole is None or id(optimizer) == self._sole:
+            self._sole = id(optimizer)
+            return
+        self._exact_only = True
+        self._sole = None
+        self._set_hooks(EXACT)
+
     def _track(self, optimizer) -> list:
-        """Start counting a new optimizer; its entry goes when it does, before its id can be reused."""
+        """Start counting a new optimizer; its entry goes when it does, before its id can be reused.
+
+        A second live optimizer starts from 0, so it drives the clock only if it steps more often
+        than the others; one that replaces every earlier optimizer (a new phase of training) goes
+        on from their count instead of waiting to catch up with it.
+        """
         per, key = self._per_optimizer, id(optimizer)
-        entry = per[key] = [weakref.ref(optimizer, lambda _ref: per.pop(key, None)), 0]
+        entry = per[key] = [weakref.ref(optimizer, lambda _ref: per.pop(key, None)), 0 if per else self._count]
+        if len(per) > 1:
+            self._exact_only = True
         return entry
+
+    def _set_hooks(self, mode: str) -> None:
+        """Switch modes from inside a post hook, while torch iterates over the post hooks.
+
+        The post hook is replaced in place (same key: the iteration goes on unharmed), or removed
+        only when it is the last one (nothing left to iterate). The pre hooks are not being
+        iterated at that moment, so the pre hook comes and goes freely.
+        """
+        optimizer = importlib.import_module("torch.optim.optimizer")
+        self._mode = mode
+        wants_pre = mode == EXACT
+        if wants_pre and self._pre_handle is None:
+            self._pre_handle = optimizer.register_optimizer_step_pre_hook(self._registered[self._pre_hook])
+        elif not wants_pre and self._pre_handle is not None:
+            self._pre_handle.remove()
+            self._pre_handle = None
+        hooks = self._post_handle.hooks_dict_ref() if self._post_handle is not None else None
+        if hooks is None or self._post_handle.id not in hooks:
+            return
+        if mode != OFF:
+            hooks[self._post_handle.id] = self._registered[self._post_hook_now()]
+        elif next(reversed(hooks)) == self._post_handle.id:
+            self._post_handle.remove()
+            self._post_handle = None
+        else:  # another post hook follows ours: step aside without changing the dict's size
+            hooks[self._post_handle.id] = _nothing
+
+    def _keep_out_of_graphs(self, dynamo) -> None:
+        """Once dynamo exists, a compiled training step must neither trace the hooks nor compile what they call.
+
+        ``torch._dynamo.decorators.skip`` marks the hooks themselves: dynamo breaks the graph at
+        them and runs them as they are, at no cost in eager code. The slow path goes through
+        ``torch.compiler.disable``, whose eval-frame switch (about 4 us) it pays only at the few
+        steps it runs. A torch without ``skip`` gets the disabled hooks themselves.
+        """
+        disable = getattr(getattr(self._torch, "compiler", None), "disable", None) or getattr(dynamo, "disable", None)
+        if disable is None:
+            return
+        self._slow = disable(self._advance)
+        skip = getattr(importlib.import_module("torch._dynamo.decorators"), "skip", None)
+        if skip is not None:
+            for hook in self._registered:
+                skip(hook)
+            return
+        self._registered = {hook: disable(hook) for hook in self._registered}
+        for handle, hook in ((self._pre_handle, self._pre_hook), (self._post_handle, self._post_hook_now())):
+            hooks = handle.hooks_dict_ref() if handle is not None else None
+            if hooks is not None and handle.id in hooks and hook is not None:
+                hooks[handle.id] = self._registered[hook]
+
+    def _post_hook_now(self):
+        return {EXACT: self._exact_hook, LEAN: self._lean_hook}.get(self._mode)
 
     def _after_fork_in_child(self) -> None:
         """A forked child (e.g. a DataLoader worker) starts from nothing and never inherits a profiler."""
@@ -148,7 +242,15 @@ class OptimizerClock:
         self._session = None
         self._count = 0
         self._per_optimizer = {}
-        self._local = threading.local()
+        self._local.depth = 0
+        self._exact_only = False
+        self._sole = None
+        if self._mode == LEAN:
+            self._set_hooks(EXACT)
+
+
+def _nothing(optimizer, args, kwargs) -> None:
+    """A post hook that does nothing: what the clock leaves where it could not remove its own."""
 
 
 def install_optimizer_clock(torch_module, first_step) -> OptimizerClock:

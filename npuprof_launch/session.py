@@ -320,8 +320,6 @@ class Session:
             elif self._calls is not None and self._windows_started < len(self._calls):
                 self.state = WAITING
                 self._start_at = max(self._calls[self._windows_started], self.steps + 1)
-        if self.state == DONE and hasattr(self.clock, "settle"):
-            self.clock.settle()  # nothing left to record: the clock may shed its hooks
         self._safe_write_status()
 
     def _claim(self) -> bool:

@@ -56,6 +56,20 @@ def test_iterations_are_counted_not_optimizer_calls(out, mode, extra):
     assert step_counts(out) == [4]
 
 
+@pytest.mark.parametrize("mode", ["late", "swap"])
+def test_a_new_optimizer_after_the_clock_turned_lean_is_counted_right(out, mode):
+    """After two iterations of one optimizer the clock keeps one lean hook; a second optimizer joining
+    at iteration 4 (one step per iteration still) or a new optimizer replacing the first must not
+    change the count, and the window after the change still opens at its step."""
+    args = ["--skip-first", "6", "--active", "2", "--output-dir", out, "--", sys.executable, TRAIN]
+    result = npuprof([*args, "--mode", mode, "--change", "4", "--steps", "10"])
+    assert_ok(result)
+    (record,) = status_records(out)
+    assert record["steps"] == 10, f"{mode}: one step per iteration, got {record['steps']}"
+    assert record["window_steps"] == [7, 8]
+    assert step_counts(out) == [2]
+
+
 def test_lr_scheduler_shows_no_new_warning(out):
     bare = python(["-W", "default", TRAIN, "--steps", "6"])
     result = npuprof(["--output-dir", out, "--", sys.executable, "-W", "default", TRAIN, "--steps", "6"])

@@ -3,6 +3,8 @@
 --mode plain   one AdamW optimizer and an LR scheduler
 --mode gan     two optimizers stepped once each per iteration
 --mode nested  a wrapper optimizer whose step() calls an inner optimizer's step()
+--mode late    one optimizer, and from iteration --change on a second one as well
+--mode swap    one optimizer, replaced by a new one (the old one freed) at iteration --change
 --mode accum   gradient accumulation: one optimizer step every --accum micro-batches
 --mode none    no optimizer at all (forward passes only)
 --compile      run the model through torch.compile
@@ -64,7 +66,8 @@ def checksum(*modules) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=12)
-    parser.add_argument("--mode", default="plain", choices=["plain", "gan", "nested", "accum", "none"])
+    parser.add_argument("--mode", default="plain", choices=["plain", "gan", "nested", "accum", "none", "late", "swap"])
+    parser.add_argument("--change", type=int, default=4, help="the iteration where --mode late or swap acts")
     parser.add_argument("--accum", type=int, default=2)
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--sleep", type=float, default=0.0, help="seconds to sleep in each step")
@@ -103,6 +106,10 @@ def main() -> None:
             with torch.no_grad():
                 loss = torch.nn.functional.mse_loss(run(x), y)
             continue
+        if index + 1 == args.change and args.mode == "late":
+            optimizers.append(torch.optim.Adam(other.parameters(), lr=0.01))
+        if index + 1 == args.change and args.mode == "swap":
+            optimizers = [torch.optim.SGD(model.parameters(), lr=0.01)]
         micro = args.accum if args.mode == "accum" else 1
         for _ in range(micro):
             loss = torch.nn.functional.mse_loss(run(x), y) + torch.nn.functional.mse_loss(other(x), y)
