@@ -4,14 +4,12 @@ run.py starts this same file in every arm of a comparison, so the arms differ on
 environment (the hook on or off, before or after its window) or in ``--hand-profiler``: the job
 itself never knows which arm it is in. It prints one JSON line on stdout for run.py to read.
 
-``--rounds R`` times (in CPU time) R pairs of blocks in this one process: one block with the optimizer-step
-hooks attached as the process found them, one with them detached, in alternating order. The
-per-block difference is the cost of whatever hooks the tool registered, measured with the noise
-of a shared machine cancelled pair by pair. A bare process has no hooks; both blocks then match.
-
-``--tail N --tail-hooks on|off`` ends the run with N steps, the hooks attached or detached, for
-callgrind: two such runs differ only in those hooks, so the difference of their instruction
-counts over N is what the hooks execute per step.
+``--rounds R`` times (in CPU time) R rounds of three blocks in this one process: one with the
+optimizer-step hooks attached as the process found them, and two with them detached, in an order
+that rotates from round to round. attached - detached is the cost of whatever hooks the tool
+registered, with the noise of a shared machine cancelled pair by pair; detached - detached, the
+same comparison where nothing differs, is the control: how far such a figure strays by chance.
+A bare process has no hooks; all three blocks then match.
 """
 
 from __future__ import annotations
@@ -110,24 +108,27 @@ def time_block(step, count: int) -> float:
 
 
 def clock_state() -> dict:
-    """The tool's session in this process, as run.py checks it: the arm must be what it claims."""
+    """The tool's session in this process, as run.py checks it: the arm must be what it claims.
+
+    ``profiler_on`` is whether torch still has a profiler recording: after the last window it
+    must not, or the post-window figure would time the profiler's leftovers, not only the hooks.
+    """
     import sys
 
     activation = sys.modules.get("npuprof_launch.activation")
     session = activation.current_session() if activation is not None else None
-    if session is None:
-        return {"clock_steps": None, "clock_state": None}
-    return {"clock_steps": session.steps, "clock_state": session.state}
+    state = {"clock_steps": None, "clock_state": None, "profiler_on": torch.autograd._profiler_enabled()}
+    if session is not None:
+        state.update(clock_steps=session.steps, clock_state=session.state)
+    return state
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workload", choices=["train", "tiny"], default="train")
     parser.add_argument("--steps", type=int, default=20, help="plain steps before any timing")
-    parser.add_argument("--rounds", type=int, default=0, help="pairs of timed blocks (hooks attached, detached)")
+    parser.add_argument("--rounds", type=int, default=0, help="rounds of 3 timed blocks (see above)")
     parser.add_argument("--block", type=int, default=50, help="steps per timed block")
-    parser.add_argument("--tail", type=int, default=0, help="steps run last, for callgrind to count (see --tail-hooks)")
-    parser.add_argument("--tail-hooks", choices=["on", "off"], default="on", help="the tool's hooks during --tail")
     parser.add_argument("--hand-profiler", metavar="SKIP,WARMUP,ACTIVE,REPEAT")
     parser.add_argument("--trace-dir", default="hand_traces")
     args = parser.parse_args()
@@ -146,21 +147,15 @@ def main() -> None:
     result: dict = {"hooks": 0}
     if args.rounds:
         switch = HookSwitch()
-        attached, detached = [], []
+        blocks: dict[str, list[float]] = {"attached_us": [], "detached_us": [], "control_us": []}
         time_block(step, args.block)
         for index in range(args.rounds):
-            for on in (True, False) if index % 2 == 0 else (False, True):
-                switch.attach(on)
-                (attached if on else detached).append(time_block(step, args.block))
+            names = list(blocks)
+            for name in names[index % 3 :] + names[: index % 3]:
+                switch.attach(name == "attached_us")
+                blocks[name].append(time_block(step, args.block))
         switch.attach(True)
-        result.update(hooks=switch.count, attached_us=attached, detached_us=detached)
-    if args.tail:
-        switch = HookSwitch()
-        switch.attach(args.tail_hooks == "on")
-        for _ in range(args.tail):
-            step()
-        switch.attach(True)
-        result.update(hooks=switch.count)
+        result.update(hooks=switch.count, **blocks)
     result.update(clock_state())
     print(json.dumps(result))
 
