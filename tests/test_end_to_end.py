@@ -6,7 +6,17 @@ import os
 import sys
 
 import pytest
-from conftest import assert_ok, check_json, npuprof, python, script, status_records, step_counts, torch_traces
+from conftest import (
+    assert_ok,
+    check_json,
+    clean_env,
+    npuprof,
+    python,
+    script,
+    status_records,
+    step_counts,
+    torch_traces,
+)
 
 TRAIN = script("train_loop.py")
 
@@ -68,6 +78,25 @@ def test_a_new_optimizer_after_the_clock_turned_lean_is_counted_right(out, mode)
     assert record["steps"] == 10, f"{mode}: one step per iteration, got {record['steps']}"
     assert record["window_steps"] == [7, 8]
     assert step_counts(out) == [2]
+
+
+@pytest.mark.parametrize(
+    ("options", "extra_env", "state"),
+    [(["--skip-first", "3", "--active", "2"], {}, "done"), (["--ranks", "1"], {"RANK": "0"}, "off")],
+    ids=["profiled", "not-this-rank"],
+)
+def test_the_jobs_own_step_hooks_run_once_per_step(out, options, extra_env, state):
+    """The clock turns lean, or steps aside in a process that does not profile, from inside torch's
+    iteration over the post hooks: a hook the job registered after ours must still run every step."""
+    own = script("own_step_hooks.py")
+    bare = python([own])
+    assert_ok(bare)
+    assert "own hooks: pre 10 post 10" in bare.stdout
+    result = npuprof([*options, "--output-dir", out, "--", sys.executable, own], env=clean_env(**extra_env))
+    assert_ok(result)
+    assert result.stdout == bare.stdout
+    (record,) = status_records(out)
+    assert record["state"] == state
 
 
 def test_lr_scheduler_shows_no_new_warning(out):
