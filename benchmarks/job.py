@@ -49,7 +49,7 @@ class HookSwitch:
                 hooks.update(saved)
 
 
-def train_step_factory():
+def train_step_factory(device: str = "cpu"):
     """One step of a small MLP trained with AdamW: forward, backward, optimizer step."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(
@@ -58,9 +58,9 @@ def train_step_factory():
         torch.nn.Linear(WIDTH, WIDTH),
         torch.nn.ReLU(),
         torch.nn.Linear(WIDTH, 1),
-    )
+    ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x = torch.randn(BATCH, FEATURES)
+    x = torch.randn(BATCH, FEATURES, device=device)
     y = x.sum(dim=1, keepdim=True)
 
     def step() -> None:
@@ -72,16 +72,19 @@ def train_step_factory():
     return step
 
 
-def tiny_step_factory():
+def tiny_step_factory(device: str = "cpu"):
     """A bare ``optimizer.step`` of one scalar: the smallest step, so the hooks' cost stands out."""
-    parameter = torch.nn.Parameter(torch.zeros(1))
-    parameter.grad = torch.zeros(1)
+    parameter = torch.nn.Parameter(torch.zeros(1, device=device))
+    parameter.grad = torch.zeros(1, device=device)
     optimizer = torch.optim.SGD([parameter], lr=0.1)
     return optimizer.step
 
 
-def hand_profiler(spec: str, trace_dir: str):
-    """torch.profiler with the schedule written by hand, as a user would without the tool."""
+def hand_profiler(spec: str, trace_dir: str, device: str = "cpu"):
+    """torch.profiler with the schedule written by hand, as a user would without the tool.
+
+    It records what the tool's torch backend records: the CPU, and CUDA when the model is there.
+    """
     skip_first, warmup, active, repeat = (int(part) for part in spec.split(","))
     os.makedirs(trace_dir, exist_ok=True)
 
@@ -89,7 +92,8 @@ def hand_profiler(spec: str, trace_dir: str):
         prof.export_chrome_trace(os.path.join(trace_dir, f"hand.{time.time_ns()}.pt.trace.json"))
 
     return torch.profiler.profile(
-        activities=[torch.profiler.ProfilerActivity.CPU],
+        activities=[torch.profiler.ProfilerActivity.CPU]
+        + ([torch.profiler.ProfilerActivity.CUDA] if device.startswith("cuda") else []),
         schedule=torch.profiler.schedule(wait=0, warmup=warmup, active=active, repeat=repeat, skip_first=skip_first),
         on_trace_ready=on_trace_ready,
     )
@@ -129,14 +133,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="plain steps before any timing")
     parser.add_argument("--rounds", type=int, default=0, help="rounds of 3 timed blocks (see above)")
     parser.add_argument("--block", type=int, default=50, help="steps per timed block")
+    parser.add_argument("--device", default="cpu", help="where the model lives: cpu, or cuda on a GPU machine")
     parser.add_argument("--hand-profiler", metavar="SKIP,WARMUP,ACTIVE,REPEAT")
     parser.add_argument("--trace-dir", default="hand_traces")
     args = parser.parse_args()
     torch.set_num_threads(1)  # one core per arm: the arms of a pair must not fight for the two cores
-    step = train_step_factory() if args.workload == "train" else tiny_step_factory()
+    step = (train_step_factory if args.workload == "train" else tiny_step_factory)(args.device)
 
     if args.hand_profiler:
-        with hand_profiler(args.hand_profiler, args.trace_dir) as prof:
+        with hand_profiler(args.hand_profiler, args.trace_dir, args.device) as prof:
             for _ in range(args.steps):
                 step()
                 prof.step()

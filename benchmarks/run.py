@@ -116,9 +116,12 @@ def verdict(value: float, limit: float, unit: str) -> str:
 class Bench:
     """The figures of issue #9, in the order it lists them; each prints its own lines."""
 
-    def __init__(self, quick: bool, workdir: str) -> None:
+    def __init__(self, quick: bool, workdir: str, device: str = "cpu") -> None:
         self.quick = quick
         self.workdir = workdir
+        #: Where job.py puts its model: the step clock's hooks run on the CPU either way, but on a
+        #: GPU the step around them is kernel launches instead of CPU arithmetic.
+        self.device = device
 
     def say(self, line: str) -> None:
         print(line, flush=True)
@@ -203,11 +206,11 @@ class Bench:
         """
         rounds = 1 if self.quick else 9
         out = self.scratch("clock_out")
-        train = [PYTHON, JOB, "--workload", "train", "--steps", "20", "--block", "40"]
+        train = [PYTHON, JOB, "--workload", "train", "--device", self.device, "--steps", "20", "--block", "40"]
         # The clock's arm times five times as many rounds: its figure is the one near the noise.
         outside = [*train, "--rounds", "6" if self.quick else "150"]
         train += ["--rounds", "6" if self.quick else "30"]
-        tiny = [PYTHON, JOB, "--workload", "tiny", "--steps", "10", "--block", "1000"]
+        tiny = [PYTHON, JOB, "--workload", "tiny", "--device", self.device, "--steps", "10", "--block", "1000"]
         tiny += ["--rounds", "20" if self.quick else "100"]
         arms = {
             "bare": (train, base_env()),
@@ -274,7 +277,7 @@ class Bench:
         """npuprof-run around the job against the same schedule written by hand with torch.profiler."""
         steps = 150 if self.quick else 8000
         skip, warmup, active = steps // 2, 1, 3
-        job = [PYTHON, JOB, "--workload", "train", "--steps", str(steps)]
+        job = [PYTHON, JOB, "--workload", "train", "--device", self.device, "--steps", str(steps)]
 
         def tool(_):
             out = self.scratch("whole_tool")
@@ -410,20 +413,36 @@ def machine() -> str:
     )
 
 
+def device_name(device: str) -> str:
+    """The accelerator's name, asked of torch in a child: this process never imports torch."""
+    code = "import sys, torch; print(torch.cuda.get_device_name(sys.argv[1]), torch.__version__)"
+    child = run_child([PYTHON, "-c", code, device], base_env())
+    return child.stdout.strip() if child.returncode == 0 else f"unknown ({child.stderr.strip()[-200:]})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions: checks that every figure runs")
+    parser.add_argument("--device", default="cpu", help="where the jobs of figures 2 to 4 put their model (cuda)")
+    parser.add_argument("--only", default="1,2,3,4,5", help="the figures to measure, e.g. 2,3 (4 comes with 2)")
     args = parser.parse_args(argv)
+    only = set(args.only.split(","))
     print(f"npuprof-launch overhead benchmark ({'quick: indicative only' if args.quick else 'full'})", flush=True)
     print(machine(), flush=True)
+    if args.device != "cpu":
+        print(f"model on {args.device}: {device_name(args.device)}", flush=True)
     with tempfile.TemporaryDirectory(prefix="npuprof-bench-") as workdir:
-        bench = Bench(args.quick, workdir)
-        bench.startup()
-        bench.idle_torch()
-        clock_runs = bench.step_clock()
-        bench.whole_run()
-        bench.memory(clock_runs)
-        bench.check_scaling()
+        bench = Bench(args.quick, workdir, args.device)
+        if "1" in only:
+            bench.startup()
+            bench.idle_torch()
+        clock_runs = bench.step_clock() if only & {"2", "4"} else None
+        if "3" in only:
+            bench.whole_run()
+        if clock_runs is not None:
+            bench.memory(clock_runs)
+        if "5" in only:
+            bench.check_scaling()
     print(f"load at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     return 0
 
