@@ -95,6 +95,8 @@ def _summarize_torch_trace(path: str) -> TraceSummary:
         summary.events += 1
         name = str(event.get("name", ""))
         if name.startswith(STEP_PREFIX):
+            if str(event.get("cat", "")).startswith("gpu_") or name in summary.step_names:
+                continue  # a CUDA trace repeats each step on the GPU's timeline: one step, not two
             summary.step_names.append(name)
             summary.step_durations_us.append(float(event.get("dur", 0)))
         elif event.get("cat") == "cpu_op":

@@ -94,3 +94,21 @@ def test_missing_or_broken_trace_fails_check(out):
 def test_check_on_a_directory_that_is_not_there(tmp_path):
     result = npuprof(["--check", str(tmp_path / "nothing")])
     assert result.returncode == 2 and result.stderr.startswith("npuprof: --check")
+
+
+def test_a_cuda_trace_counts_each_step_once(out):
+    """With CUDA, torch's trace repeats each ProfilerStep# on the GPU's timeline (category
+    gpu_user_annotation), as seen on an H200 with torch 2.11: a 2-step window is still 2 steps."""
+    assert_ok(npuprof(["--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, TRAIN]))
+    (record,) = status_records(out)
+    trace = os.path.join(out, record["traces"][0])
+    with open(trace) as handle:
+        data = json.load(handle)
+    steps = [e for e in data["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
+    assert len(steps) == 2
+    data["traceEvents"] += [{**e, "cat": "gpu_user_annotation", "pid": 0, "tid": 7} for e in steps]
+    with open(trace, "w") as handle:
+        json.dump(data, handle)
+    code, report = check_json(out)
+    assert code == 0 and report["passed"], report
+    assert report["processes"][0]["profiler_steps"] == 2

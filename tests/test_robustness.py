@@ -285,7 +285,9 @@ def test_sigint_to_the_job_flushes_the_window_and_keeps_the_jobs_status(out):
     record = wait_for_running(out)
     os.kill(record["pid"], signal.SIGINT)
     _, stderr = launcher.communicate(timeout=120)
-    assert launcher.returncode == 128 + signal.SIGINT, "Python's own status for an unhandled KeyboardInterrupt"
+    assert launcher.returncode == 128 + signal.SIGINT, (
+        f"Python's own status for an unhandled KeyboardInterrupt, got {launcher.returncode}:\n{stderr[-3000:]}"
+    )
     assert "KeyboardInterrupt" in stderr
     (record,) = status_records(out)
     assert record["partial_traces"] == 1

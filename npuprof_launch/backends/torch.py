@@ -9,6 +9,23 @@ import warnings
 from npuprof_launch import coexist, naming, options, status
 from npuprof_launch.backends import Declined
 
+#: torch.profiler's warning when a schedule starts its second cycle, and on torch <= 2.11 (seen on
+#: 2.11, fixed upstream in pytorch#180387) even on the first: the job would read about a profiler
+#: it never started, while each of our windows is exported on its own, so nothing is lost.
+CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
+
+
+def quiet_profile_class(profiler_module):
+    """``torch.profiler.profile`` that keeps its cycle warning out of the job's stderr."""
+
+    class QuietProfile(profiler_module.profile):
+        def prepare_trace(self) -> None:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=CYCLE_WARNING, category=UserWarning)
+                super().prepare_trace()
+
+    return QuietProfile
+
 
 class TorchBackend:
     name = "torch"
@@ -47,7 +64,7 @@ class TorchBackend:
             schedule = profiler_module.schedule(
                 wait=config.wait, warmup=config.warmup, active=config.active, repeat=config.repeat, skip_first=0
             )
-        return profiler_module.profile(
+        return quiet_profile_class(profiler_module)(
             activities=self.activities(config, profiler_module, torch.cuda.is_available()),
             schedule=schedule,
             on_trace_ready=on_trace_ready,
