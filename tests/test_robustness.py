@@ -280,13 +280,35 @@ def test_sigterm_to_the_launcher_flushes_the_window(out):
     assert "0 of 1 windows completed" in stderr
 
 
+def bare_interrupt_status() -> int:
+    """How the same job exits on this machine when SIGINT interrupts it bare, as the launcher reports it.
+
+    Usually 130 (Python re-raises SIGINT after an unhandled KeyboardInterrupt), but it is the
+    platform's to decide: with Python 3.12 and torch 2.11 on a GPU machine the bare job exits 1.
+    """
+    job = subprocess.Popen(
+        [sys.executable, TRAIN, "--steps", "2000", "--sleep", "0.01", "--announce"],
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in job.stderr:
+        if line.startswith("step 3"):
+            job.send_signal(signal.SIGINT)
+            break
+    job.communicate(timeout=120)
+    return 128 + signal.SIGINT if job.returncode == -signal.SIGINT else job.returncode
+
+
 def test_sigint_to_the_job_flushes_the_window_and_keeps_the_jobs_status(out):
+    expected = bare_interrupt_status()
     launcher = start_long_window(out)
     record = wait_for_running(out)
     os.kill(record["pid"], signal.SIGINT)
     _, stderr = launcher.communicate(timeout=120)
-    assert launcher.returncode == 128 + signal.SIGINT, (
-        f"Python's own status for an unhandled KeyboardInterrupt, got {launcher.returncode}:\n{stderr[-3000:]}"
+    assert launcher.returncode == expected, (
+        f"the bare job's own status after SIGINT is {expected}, the launcher's {launcher.returncode}:\n{stderr[-3000:]}"
     )
     assert "KeyboardInterrupt" in stderr
     (record,) = status_records(out)
