@@ -242,10 +242,8 @@ class Bench:
             f"control: {spread(train_control)}"
         )
 
-        ratios = [median(a["attached_us"]) / median(b["attached_us"]) for a, b in zip(data["after"], data["bare"])]
-        control = [
-            median(a["attached_us"]) / median(b["attached_us"]) for a, b in zip(data["bare_again"], data["bare"])
-        ]
+        ratios = process_ratios(data["after"], data["bare"])
+        control = process_ratios(data["bare_again"], data["bare"])
         hooks_only = [a / d for r in data["after"] for a, d in zip(r["attached_us"], r["detached_us"])]
         slower = (median(hooks_only) - 1) * 100
         self.say(

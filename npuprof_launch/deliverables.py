@@ -89,14 +89,16 @@ def _summarize_torch_trace(path: str) -> TraceSummary:
         summary.problems.append(f"{path}: not a readable Chrome trace ({exc})")
         return summary
     spans = []
+    steps_seen: set[str] = set()
     for event in events:
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
         summary.events += 1
         name = str(event.get("name", ""))
         if name.startswith(STEP_PREFIX):
-            if str(event.get("cat", "")).startswith("gpu_") or name in summary.step_names:
+            if str(event.get("cat", "")).startswith("gpu_") or name in steps_seen:
                 continue  # a CUDA trace repeats each step on the GPU's timeline: one step, not two
+            steps_seen.add(name)
             summary.step_names.append(name)
             summary.step_durations_us.append(float(event.get("dur", 0)))
         elif event.get("cat") == "cpu_op":
