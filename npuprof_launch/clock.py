@@ -135,9 +135,11 @@ class OptimizerClock:
             self._count = n
             session = self._session
             if session is None:
+                from npuprof_launch import session as sessions  # first_step builds the session from it
+
                 session = self._session = self._first_step()
                 session.set_clock("optimizer.step", self)
-                if session.state == OFF:
+                if session.state == sessions.OFF:
                     self._set_hooks(OFF)
                     return
                 session.boundary()
