@@ -119,11 +119,11 @@ def clock_state() -> dict:
     """
     import sys
 
-    activation = sys.modules.get("npuprof_launch.activation")
-    session = activation.current_session() if activation is not None else None
+    hook = sys.modules.get("npuprof_launch.hook")
+    session = getattr(hook, "_process_session", None)
     state = {"clock_steps": None, "clock_state": None, "profiler_on": torch.autograd._profiler_enabled()}
     if session is not None:
-        state.update(clock_steps=session.steps, clock_state=session.state)
+        state.update(clock_steps=session.steps, clock_state=session.state.value)
     return state
 
 

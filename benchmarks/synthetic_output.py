@@ -4,7 +4,7 @@ Each rank gets what the torch backend leaves behind: a status record and one Chr
 torch.profiler's layout (metadata, ``ProfilerStep#`` spans holding nested ``cpu_op`` events,
 forward/backward flow arrows, the profiler's own span). Only the trace size changes between
 the sizes of one benchmark, so ``--check`` time can be set against it. The names and the record
-come from the package (naming.py, options.py), so the layout follows the product's.
+come from the package (names.py, options.py), so the layout follows the product's.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 
-from npuprof_launch import naming, options, status
+from npuprof_launch import files, names, options, record
+from npuprof_launch.schedule import Schedule
 
 #: The operators of one step: (name, children), nested as torch records them.
 STEP_OPERATORS = (
@@ -129,14 +130,14 @@ def write_output(directory: str, ranks: int, megabytes: float) -> int:
     total = 0
     for rank in range(ranks):
         pid = 10_000 + rank
-        worker = naming.worker_name(rank, pid=pid, environ={})
-        trace = naming.torch_trace_name(worker, started + 1)
-        status.make_dirs(directory)
+        worker = names.worker_name(rank, pid=pid, environ={})
+        trace = names.torch_trace_name(worker, started + 1)
+        files.make_dirs(directory)
         with open(os.path.join(directory, trace), "w") as handle:
             handle.write(text)
         total += len(text)
-        record = {
-            "host": naming.host(),
+        fields = {
+            "host": names.host(),
             "pid": pid,
             "rank": rank,
             "worker": worker,
@@ -146,10 +147,10 @@ def write_output(directory: str, ranks: int, megabytes: float) -> int:
             "clock": "optimizer.step",
             "backend": "torch",
             "options": config.as_dict(),
-            "steps": config.schedule_length(),
+            "steps": Schedule.of(config).length(),
             "mean_step_s": 0.5,
-            "window_steps": [config.skip_first + 1, config.schedule_length()],
-            "schedule_steps": config.schedule_length(),
+            "window_steps": [config.skip_first + 1, Schedule.of(config).length()],
+            "schedule_steps": Schedule.of(config).length(),
             "windows_planned": config.repeat,
             "windows_completed": config.repeat,
             "partial_traces": 0,
@@ -158,6 +159,7 @@ def write_output(directory: str, ranks: int, megabytes: float) -> int:
             "errors": [],
             "started_ns": started,
             "updated_ns": started + 2,
+            "ended": record.ENDED_EXIT,
         }
-        status.write_json(naming.status_path(directory, worker, started), record)
+        record.write(names.status_path(directory, worker, started), record.normalized(fields))
     return total

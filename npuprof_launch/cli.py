@@ -19,7 +19,7 @@ import sys
 import time
 
 import npuprof_launch
-from npuprof_launch import naming, options, report, session
+from npuprof_launch import names, options, report
 
 HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(npuprof_launch.__file__)), "sitecustomize_pkg")
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
@@ -161,7 +161,7 @@ def job_environment(config: options.Config, environ, output_dir: str, run_id: st
     env.update(config.to_env())
     env[options.BY_NAME["output-dir"].env] = output_dir
     env[options.ENABLE_VAR] = "1"
-    env[session.RUN_ID_VAR] = run_id
+    env[names.RUN_ID_VAR] = run_id
     env["PYTHONPATH"] = hook_pythonpath(environ.get("PYTHONPATH", ""))
     return env
 
@@ -196,14 +196,14 @@ def print_env(config: options.Config, environ) -> str:
 
 def prepare_output_dir(path: str) -> str:
     """Create the output directory (and its status folder) now, or refuse to start."""
-    from npuprof_launch import naming, status
+    from npuprof_launch import files
 
     absolute = os.path.abspath(path)
     try:
-        status.make_dirs(naming.status_dir(absolute))
+        files.make_dirs(names.status_dir(absolute))
     except OSError as exc:
         raise UsageError(f"--output-dir {path!r}: cannot be created ({exc.strerror or exc})") from None
-    if not os.access(naming.status_dir(absolute), os.W_OK | os.X_OK):
+    if not os.access(names.status_dir(absolute), os.W_OK | os.X_OK):
         raise UsageError(f"--output-dir {path!r}: not writable by this user")
     return absolute
 
@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"npuprof: {line}\n")
         return USAGE_ERROR
     # Inside another npuprof-run, keep its run: both launchers then report the same processes.
-    run_id = os.environ.get(session.RUN_ID_VAR) or f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    run_id = os.environ.get(names.RUN_ID_VAR) or f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     status = run_job(command, job_environment(config, os.environ, output_dir, run_id))
     try:
         sys.stderr.write(report.format_table(report.build(output_dir, run_id)) + "\n")
@@ -282,10 +282,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def trigger(directory: str, config: options.Config, timeout: float) -> int:
     """``--trigger DIR``: write one request, then say which processes took it (exit 1 if none did)."""
-    from npuprof_launch import naming, ondemand
+    from npuprof_launch import ondemand
 
-    if not os.path.isdir(naming.status_dir(directory)):
-        raise UsageError(f"--trigger {directory!r}: no npuprof job writes there (no {naming.STATUS_DIR}/ folder)")
+    if not os.path.isdir(names.status_dir(directory)):
+        raise UsageError(f"--trigger {directory!r}: no npuprof job writes there (no {names.STATUS_DIR}/ folder)")
     request = ondemand.write_request(directory, config.active, config.warmup, config.wait, config.ranks)
     deadline = time.monotonic() + timeout
     while True:
@@ -333,7 +333,6 @@ def analyse(directory: str, namespace: argparse.Namespace, command: list[str]) -
     """
     from npuprof_launch import deliverables
     from npuprof_launch.backends import npu
-    from npuprof_launch.bootstrap import warn
 
     if command:
         raise UsageError(
@@ -345,14 +344,14 @@ def analyse(directory: str, namespace: argparse.Namespace, command: list[str]) -
     sessions = deliverables.ascend_dirs(directory)
     if not sessions:
         raise UsageError(
-            f"--analyse {directory!r}: no *{naming.ASCEND_DIR_SUFFIX} directory there; give the --output-dir "
+            f"--analyse {directory!r}: no *{names.ASCEND_DIR_SUFFIX} directory there; give the --output-dir "
             "of a run or one of its session directories"
         )
     config = resolve_config(namespace, os.environ)
     explicit = namespace.export_type is not None or os.environ.get(options.BY_NAME["export-type"].env)
     export_types = config.export_type if explicit else None
     try:
-        version = npu.analyse_offline(directory, export_types, warn)
+        version = npu.analyse_offline(directory, export_types, names.say)
     except ImportError as exc:
         raise UsageError(f"--analyse needs torch_npu, which does not import here: {exc}") from None
     problems = []

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 
-from npuprof_launch import naming
+from npuprof_launch import names
 
 STEP_PREFIX = "ProfilerStep#"
 
@@ -145,16 +145,16 @@ def count_profiler_steps(path: str) -> int:
 def ascend_dirs(directory: str) -> list[str]:
     """The torch_npu session directories at ``directory``: itself, or its direct subdirectories,
     as torch_npu's own ``analyse`` finds them."""
-    if os.path.basename(os.path.normpath(directory)).endswith(naming.ASCEND_DIR_SUFFIX):
+    if os.path.basename(os.path.normpath(directory)).endswith(names.ASCEND_DIR_SUFFIX):
         return [directory]
     try:
-        names = sorted(os.listdir(directory))
+        entries = sorted(os.listdir(directory))
     except OSError:
         return []
     return [
         os.path.join(directory, name)
-        for name in names
-        if name.endswith(naming.ASCEND_DIR_SUFFIX) and os.path.isdir(os.path.join(directory, name))
+        for name in entries
+        if name.endswith(names.ASCEND_DIR_SUFFIX) and os.path.isdir(os.path.join(directory, name))
     ]
 
 

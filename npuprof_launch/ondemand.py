@@ -13,7 +13,7 @@ import json
 import os
 import time
 
-from npuprof_launch import naming, status
+from npuprof_launch import files, names, record
 
 POLL_INTERVAL = 0.25
 REQUEST_SUFFIX = ".request.json"
@@ -22,7 +22,7 @@ REQUEST_FIELDS = {"active": 1, "warmup": 0, "wait": 0}
 
 
 def requests_dir(output_dir: str) -> str:
-    return os.path.join(output_dir, naming.REQUESTS_DIR)
+    return names.requests_dir(output_dir)
 
 
 def write_request(output_dir: str, active: int, warmup: int, wait: int, ranks) -> dict:
@@ -36,7 +36,7 @@ def write_request(output_dir: str, active: int, warmup: int, wait: int, ranks) -
         "ranks": list(ranks) if ranks is not None else None,
         "created_ns": created,
     }
-    status.write_json(os.path.join(requests_dir(output_dir), request["id"] + REQUEST_SUFFIX), request, mode=0o600)
+    files.write_json(os.path.join(requests_dir(output_dir), request["id"] + REQUEST_SUFFIX), request, mode=0o600)
     return request
 
 
@@ -49,7 +49,7 @@ def withdraw(output_dir: str, request_id: str) -> None:
 
 def pickups(output_dir: str, request_id: str) -> list[dict]:
     """The status records of the processes that took request ``request_id``."""
-    records = status.read_records(naming.status_dir(output_dir))
+    records = record.read_dir(output_dir)
     return [r for r in records if request_id in (r.get("requests") or [])]
 
 
@@ -81,6 +81,9 @@ def parse_request(text: str) -> dict:
 
 class RequestWatcher:
     """Finds new requests for this process; cheap enough to be asked at every step."""
+
+    #: How often the session asks (it turns this into a step count from the step time).
+    interval_s = POLL_INTERVAL
 
     def __init__(self, output_dir: str, rank: int | None, since_ns: int, note_warning) -> None:
         self.folder = requests_dir(output_dir)

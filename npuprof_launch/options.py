@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 
-from npuprof_launch import scenarios, stages
+from npuprof_launch import names, scenarios, stages
+from npuprof_launch.schedule import Schedule
 
-ENV_PREFIX = "NPU_PROF_"
-#: The master switch the launcher sets; the hook does nothing without it.
-ENABLE_VAR = "NPU_PROF_ENABLE"
+ENV_PREFIX = names.ENV_PREFIX
+ENABLE_VAR = names.ENABLE_VAR
 
 BOOL_TRUE = ("1", "true", "yes", "on")
 BOOL_FALSE = ("0", "false", "no", "off")
@@ -68,7 +68,7 @@ class Option:
 
     @property
     def env(self) -> str:
-        return ENV_PREFIX + self.name.upper().replace("-", "_")
+        return names.env_name(self.name)
 
     @property
     def flag(self) -> str:
@@ -176,7 +176,7 @@ def _parse_target(option: Option, raw: str) -> str:
 
 
 def _parse_stages(option: Option, raw: str) -> tuple[str, ...]:
-    return stages.parse_list(raw)
+    return parse_stage_list(raw)
 
 
 def _parse_float(option: Option, raw: str) -> float:
@@ -380,10 +380,6 @@ class Config:
     def as_dict(self) -> dict[str, object]:
         return {name: (list(v) if isinstance(v, tuple) else v) for name, v in self._values.items()}
 
-    def schedule_length(self) -> int:
-        """Steps the schedule needs: ``skip_first + (wait + warmup + active) * repeat``."""
-        return self.skip_first + (self.wait + self.warmup + self.active) * self.repeat
-
     def to_env(self) -> dict[str, str]:
         """The variables that hand this configuration to the job (unset options are left out)."""
         env = {}
@@ -436,20 +432,34 @@ def check_consistency(config: Config) -> list[str]:
     """Rules that involve more than one option."""
     problems = _step_source_problems(config)
     total = config.total_steps
-    for label, schedule in _schedules(config):
-        if total is not None and schedule.schedule_length() > total:
+    for label, chosen in _schedules(config):
+        schedule = Schedule.of(chosen)
+        if total is not None and schedule.length() > total:
             problems.append(
-                f"{label}--skip-first {schedule.skip_first} --wait {schedule.wait} --warmup {schedule.warmup} "
-                f"--active {schedule.active} --repeat {schedule.repeat} needs skip_first + (wait + warmup + active) "
-                f"x repeat = {schedule.schedule_length()} steps, but --total-steps is {total}; "
+                f"{label}{schedule.flags()} needs {schedule.formula()} steps, but --total-steps is {total}; "
                 "shorten the schedule or raise --total-steps"
             )
-        if schedule.range and schedule.warmup:
+        if chosen.range and chosen.warmup:
             problems.append(
-                f"{label}--range with --warmup {schedule.warmup}: in range mode no profiler runs between calls, so "
+                f"{label}--range with --warmup {chosen.warmup}: in range mode no profiler runs between calls, so "
                 "nothing can warm up; use --warmup 0"
             )
     return problems
+
+
+def unknown_variables(environ) -> list[str]:
+    """One warning per ``NPU_PROF_*`` variable that no option has (a misspelling in a launch
+    script), naming the nearest real one."""
+    import difflib
+
+    known = [*BY_ENV, ENABLE_VAR]
+    found = []
+    for key in sorted(environ):
+        if key.startswith(ENV_PREFIX) and key not in BY_ENV and key != ENABLE_VAR:
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"did you mean {near[0]}? " if near else ""
+            found.append(f"{key} is not a variable of npuprof-run ({hint}it is ignored)")
+    return found
 
 
 def _step_source_problems(config: Config) -> list[str]:
@@ -481,8 +491,45 @@ def _schedules(config: Config) -> list[tuple[str, Config]]:
     """The step selections in force: the job's, or in rl each stage's own."""
     if config.scenario != "rl" or not config.stage:
         return [("", config)]
-    chosen = []
-    for text in config.stage:
-        stage = stages.parse(text)
-        chosen.append((f"stage {stage.name}: ", config.with_values(stage.overrides)))
-    return chosen
+    return [(f"stage {stages.split(text)[0]}: ", config.with_values(stage_overrides(text))) for text in config.stage]
+
+
+# -- stages: their syntax is stages.py's, their values are parsed as the options they name ----------
+
+
+def parse_stage(text: str) -> tuple[str, str, dict]:
+    """One stage, checked: (NAME, MOD:QUALNAME, {option: value}); raises ValueError with a one-line reason."""
+    name, target, pairs = stages.parts(text)
+    target = BY_NAME["target"].parse(target, f"stage {name}")
+    overrides: dict = {}
+    for key, value in pairs:
+        overrides[key] = BY_NAME[key].parse(value, f"stage {name} {key}")
+    return name, target, overrides
+
+
+def stage_text(name: str, target: str, overrides: dict) -> str:
+    """The normalized spelling of a stage, as exported to the job."""
+    pairs = "".join(f",{key}={BY_NAME[key].format(value)}" for key, value in overrides.items())
+    return f"{name}={target}{pairs}"
+
+
+def stage_overrides(text: str) -> dict:
+    """A stage's own step selection, applied over the job's options for that stage only."""
+    return parse_stage(text)[2]
+
+
+def parse_stage_list(raw: str) -> tuple[str, ...]:
+    """The value of ``--stage``/``NPU_PROF_STAGE``: normalized stage texts, names and functions unique."""
+    parsed = [parse_stage(part) for part in stages.split_list(raw)]
+    if not parsed:
+        raise ValueError(f"expected NAME=MOD:QUALNAME[,KEY=VALUE...]; stages are separated by {stages.SEPARATOR!r}")
+    seen: set[str] = set()
+    targets: dict[str, str] = {}
+    for name, target, _ in parsed:
+        if name in seen:
+            raise ValueError(f"two stages are named {name}")
+        if target in targets:
+            raise ValueError(f"stages {targets[target]} and {name} both name {target}; one function is one stage")
+        seen.add(name)
+        targets[target] = name
+    return tuple(stage_text(*stage) for stage in parsed)

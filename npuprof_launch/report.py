@@ -7,22 +7,25 @@ completed its windows and each of its deliverables exists and parses.
 
 from __future__ import annotations
 
-import json
 import os
 
-from npuprof_launch import deliverables, naming, options, status
+from npuprof_launch import deliverables, names, options, processlog
+from npuprof_launch.record import read_dir
+from npuprof_launch.schedule import Schedule
 
 #: Ranks whose mean step time exceeds the fastest by more than this are flagged.
 SLOW_RANK_RATIO = 1.10
 TOP_OPERATORS = 5
-IDLE_FILE = "idle.jsonl"
 
 
 def _schedule_formula(options: dict) -> str:
-    return (
-        f"skip_first + (wait + warmup + active) x repeat = {options['skip-first']} + ({options['wait']} + "
-        f"{options['warmup']} + {options['active']}) x {options['repeat']}"
-    )
+    return Schedule(
+        skip_first=options["skip-first"],
+        wait=options["wait"],
+        warmup=options["warmup"],
+        active=options["active"],
+        repeat=options["repeat"],
+    ).formula()
 
 
 def _label(record: dict) -> str:
@@ -50,7 +53,7 @@ def _check_traces(record: dict, output_dir: str, process: dict, problems: list[s
     if backend == "npu" and saved and not record.get("traces"):
         problems.append(
             f"{_label(record)}: torch_npu handed over {saved} window(s) but no {record.get('worker')}_*"
-            f"{naming.ASCEND_DIR_SUFFIX} directory appeared in {output_dir}: torch_npu wrote no data "
+            f"{names.ASCEND_DIR_SUFFIX} directory appeared in {output_dir}: torch_npu wrote no data "
             "(its [ERROR] lines on the job's stderr say why)"
         )
 
@@ -58,7 +61,7 @@ def _check_traces(record: dict, output_dir: str, process: dict, problems: list[s
 def build(output_dir: str, run_id: str | None = None) -> dict:
     """The report of everything under ``output_dir`` (only run ``run_id``'s processes, if given)."""
     output_dir = os.path.abspath(output_dir)
-    records = status.read_records(naming.status_dir(output_dir))
+    records = read_dir(output_dir)
     if run_id:
         records = [r for r in records if r.get("run_id") == run_id]
     problems: list[str] = []
@@ -114,8 +117,8 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
         elif process["windows_completed"] < process["windows_planned"] and not process["errors"]:
             problems.append(
                 f"{label}: {process['windows_completed']} of {process['windows_planned']} windows completed: "
-                f"the job ran {process['steps']} steps, the schedule needs {_schedule_formula(options)} = "
-                f"{record.get('schedule_steps')}; lower --skip-first/--active/--repeat or run more steps"
+                f"the job ran {process['steps']} steps, the schedule needs {_schedule_formula(options)}; "
+                "lower --skip-first/--active/--repeat or run more steps"
             )
         processes.append(process)
     problems.extend(_excluded_problems(excluded, processes))
@@ -178,13 +181,7 @@ _REASON_ORDER = {"not found": 0, "never called": 1, "never imported": 2}
 
 
 def _idle_processes(output_dir: str, run_id: str | None) -> list[dict]:
-    path = os.path.join(naming.status_dir(output_dir), IDLE_FILE)
-    try:
-        with open(path) as handle:
-            lines = [json.loads(line) for line in handle if line.strip()]
-    except (OSError, ValueError):
-        return []
-    return [line for line in lines if not run_id or line.get("run_id") == run_id]
+    return [line for line in processlog.read(output_dir, run_id) if line.get("event") == processlog.IDLE]
 
 
 def _flag_slow_ranks(processes: list[dict], findings: list[str]) -> None:

@@ -1,85 +1,613 @@
-"""The one profiler of this process: created late, stepped by the clock, stopped early.
+"""The profiling of one process (or of one stage in it): its steps, its windows, its record.
 
-The schedule is the user's (``skip_first``, ``wait``, ``warmup``, ``active``, ``repeat``) counted in
-steps of the clock. While the schedule is still skipping, the session only counts: no profiler
-object exists. At the boundary before step ``skip_first + 1`` it builds the profiler with the
-rest of the schedule (``wait``, ``warmup``, ``active``, ``repeat``, ``skip_first=0``), starts it, and
-steps it at every boundary. After the last window has been handed to the trace handler it stops
-the profiler; from then on the clock only counts steps for the report.
+A clock tells the session that a step ended (``step_ended``) or, for a declared function, that
+one begins (``step_began``). The session counts, times and, when the schedule (schedule.py) has
+something to do at that boundary, *reconciles* the profiler with it at the next safe point
+(safepoints.py): start the window's profiler before its first step, step it once per boundary
+inside the window, save and stop it after its last step. Reconciling to the step count, rather
+than replaying each boundary's action, means an action that had to wait (inside backward, inside
+a range of the job) is never stale: it does what the count asks for when it runs.
 
-Every failure of the profiler (start, step, stop, export) is caught here: one ``npuprof:`` line,
-one entry in the status record, and the job goes on unprofiled.
+Each window has a profiler object of its own, built by the backend for that window's warmup and
+active steps and dropped after it: no profiler object exists between windows, so no state of
+torch's outlives one. While the schedule is still skipping, the session only counts.
+
+Every recorded step carries the job's own step number on the timeline: a ``iteration#N`` range
+(a declared function's calls carry ``NAME#N`` from the call clock), whatever number torch's
+``ProfilerStep#`` shows. The record (record.py) is written at the session's start, at every
+window edge, every few seconds while it counts (a step count is chosen from the measured step
+time, so no step reads a clock for it), and at its end; the step times go to a file beside it.
+
+Every failure of the profiler (build, start, step, stop, export) is caught here: one
+``npuprof:`` line, one entry in the record, and the job goes on unprofiled.
 """
 
 from __future__ import annotations
 
-import atexit
+import array
 import os
-import signal
 import sys
 import threading
 import time
 
-from npuprof_launch import coexist, naming, options, status
+from npuprof_launch import coexist, files, names, options, record
+from npuprof_launch.record import State
+from npuprof_launch.schedule import Schedule, Window, on_demand_window
 
-WAITING, RUNNING, DONE, FAILED, OFF = "waiting", "running", "done", "failed", "off"
-#: Internal: set by the launcher so its report shows only the processes of its own run.
-RUN_ID_VAR = "_NPU_PROF_RUN_ID"
-
-#: The session whose profiler object exists now. One per process at a time (torch_npu's rule, and
-#: two Kineto sessions fight): the stages of one process take turns with it.
-_running = None
-_slot = threading.Lock()
+#: Seconds between two writes of the record (and of the step times) while the job steps.
+CHECKPOINT_S = 5.0
+#: The name of each recorded step of the optimizer clock on the timeline, before ``#N``.
+ITERATION_LABEL = "iteration"
 
 
-def _forget_slot() -> None:
-    """In a forked child: no profiler of the parent's runs here, and its lock may be held."""
-    global _running, _slot
-    _running = None
-    _slot = threading.Lock()
+class Session:
+    """One process's (or stage's) profiling. Built by ``open_session``."""
+
+    def __init__(
+        self,
+        *,
+        config: options.Config,
+        output_dir: str,
+        rank: int | None,
+        rank_source: str | None,
+        environ,
+        lifecycle,
+        points,
+        say,
+        stage: str | None = None,
+    ) -> None:
+        self.config = config
+        self.schedule = Schedule.of(config)
+        self.output_dir = output_dir
+        self.stage = stage
+        #: A stage writes its traces under OUT/NAME; every status record stays in OUT, for one report.
+        self.trace_dir = os.path.join(output_dir, stage) if stage else output_dir
+        self.rank = rank
+        self.rank_source = rank_source
+        self.worker = names.worker_name(rank, environ=environ)
+        self._lifecycle = lifecycle
+        self._points = points
+        self._say = say
+        self._run_id = environ.get(names.RUN_ID_VAR, "")
+        self._pid = os.getpid()
+        self.started_ns = time.time_ns()
+        record_name = f"{self.worker}_{stage}" if stage else self.worker
+        self._status_path = names.status_path(output_dir, record_name, self.started_ns)
+        self._times_path = names.step_times_path(self._status_path)
+        #: Filled in by the clock that made the session.
+        self.clock_name = ""
+        self.target: str | None = None
+        self.warned_thread = False
+
+        self.state = State.WAITING
+        self.steps = 0
+        #: Perf-counter time at the end of each step since the last checkpoint (the clock appends).
+        self.times = array.array("d")
+        self._first_time: float | None = None
+        self._times_written = 0
+        #: The optimizer clock calls ``step_ended`` only when the count reaches this; below it a
+        #: boundary changes nothing but the count and the times, which the clock keeps itself.
+        self.call_at = 0
+        self._checkpoint_at = 1
+        self._poll_at = 1
+
+        self._windows = list(self.schedule.windows()) if not config.on_demand else []
+        self._next = 0
+        self.window: Window | None = None
+        self._stepped = 0
+        self._label = None
+        self._thread = None
+        self.backend = None
+        self.profiler = None
+        self.results: list[dict] = []
+        self.traces: list[str] = []
+        self.windows_completed = 0
+        self.partial_traces = 0
+        self.warnings: list[str] = []
+        self.errors: list[str] = []
+        self.declined: str | None = None
+        self.requests: list[str] = []
+        self.ended: str | None = None
+        self._watcher = None
+
+    # -- what the lifecycle and the clocks ask ------------------------------------------------
+
+    @property
+    def off(self) -> bool:
+        return self.state == State.OFF
+
+    @property
+    def recording(self) -> bool:
+        return self.window is not None
+
+    def turn_off(self, reason: str, *, write: bool = True) -> None:
+        self.state = State.OFF
+        self.warnings.append(reason)
+        self.call_at = float("inf")
+        if write:
+            self.write_safely()
+
+    def go_on_from(self, steps: int) -> None:
+        """This process re-executed itself after ``steps`` steps: count on from there. A window
+        that began in the old image was closed there; this image does not reopen it."""
+        if steps <= 0:
+            return
+        self.steps = steps
+        while self._upcoming() is not None and self._upcoming().first <= steps:
+            self._next += 1
+        self.warnings.append(f"this process re-executed itself after step {steps}: counting went on from there")
+
+    def start_watching_requests(self, since_ns: int) -> None:
+        from npuprof_launch import ondemand
+
+        self._watcher = ondemand.RequestWatcher(self.output_dir, self.rank, since_ns, self.note_warning)
+
+    # -- the clocks' calls --------------------------------------------------------------------
+
+    def step_ended(self, *, inside_range: bool, label=None) -> None:
+        """One step ended. ``inside_range``: the clock runs inside a range of torch's (an
+        optimizer's post hook); ``label``: the call clock's open label for this step."""
+        now = time.perf_counter()
+        if label is not None:
+            with self._points.quiet():
+                label.__exit__(None, None, None)
+        self.steps += 1
+        self.times.append(now)
+        if self._first_time is None:
+            self._first_time = now
+        if self.state == State.OFF:
+            return
+        if self.steps >= self._checkpoint_at or self.steps >= self._poll_at:
+            self._checkpoint(now)
+        optimizer_clock = self.clock_name == "optimizer.step"
+        if self._due():
+            if self.window is None and coexist.job_profiler_active():
+                self._act()  # the job's own profiler records: ours will not start (and watches nothing)
+            elif optimizer_clock:
+                self._points.run(self._act, inside_range=inside_range)
+            elif self._points.allowed_now():
+                self._act(may_start=False)
+        elif optimizer_clock and self._upcoming() is not None and self.steps + 2 >= self._upcoming().first:
+            if not coexist.job_profiler_active():
+                self._points.watch(True)  # the window starts after the next step: know the job's ranges in it
+        self._plan_next_call()
+
+    def step_began(self, *, label: str, may_start: bool):
+        """A declared function's call begins step ``steps + 1``: a window due now starts here.
+        Returns the open timeline label of the step, or None when it is not recorded."""
+        if self.state == State.OFF:
+            return None
+        if may_start and self._due() and self._points.allowed_now():
+            self._act(may_start=True)
+        if self.window is None or self.steps + 1 < self.window.first:
+            return None
+        from torch.autograd.profiler import record_function
+
+        with self._points.quiet():
+            opened = record_function(f"{label}#{self.steps + 1}")
+            opened.__enter__()
+        return opened
+
+    def retract(self) -> None:
+        """The clock takes a boundary back (iterations.py, rule 4): one step fewer."""
+        self.steps = max(self.steps - 1, 0)
+        if len(self.times) > 1:
+            self.times.pop()
+        if self.window is not None:
+            self.note_warning(
+                f"a new optimizer joined the others at step {self.steps + 1} inside a window: that window's "
+                "step boundaries before it were one early"
+            )
+
+    def note_warning(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+            self._say(message)
+
+    # -- the schedule ---------------------------------------------------------------------------
+
+    def _due(self) -> bool:
+        """Whether this boundary asks the profiler for something (the window open, or the next due)."""
+        if self.window is not None:
+            return True
+        upcoming = self._upcoming()
+        return upcoming is not None and self.steps + 1 >= upcoming.first
+
+    def _upcoming(self) -> Window | None:
+        return self._windows[self._next] if self._next < len(self._windows) else None
+
+    def _plan_next_call(self) -> None:
+        """The count at which the optimizer clock must call again: the boundary before a window's
+        first step, every boundary inside one, a checkpoint or a poll for requests."""
+        if self.state == State.OFF:
+            self.call_at = float("inf")
+            return
+        upcoming = self._upcoming()
+        if self.window is not None or self._points.pending():
+            due = self.steps + 1
+        elif upcoming is not None:
+            due = max(upcoming.first - 2, 1)  # one boundary early: to watch the job's ranges (safepoints.py)
+        else:
+            due = float("inf")
+        self.call_at = min(due, self._checkpoint_at, self._poll_at)
+
+    def _act(self, may_start: bool = True) -> None:
+        """Bring the profiler to where the schedule wants it after ``steps`` steps (at a safe point)."""
+        if os.getpid() != self._pid:
+            return
+        with self._points.quiet():
+            while True:
+                if self.window is not None:
+                    window = self.window
+                    due = window.steps_due(self.steps)
+                    while self.window is not None and self._stepped < due:
+                        self._profiler_step()
+                    if self.window is not None and window.saved_by(self.steps):
+                        self._close_window(complete=True)
+                        continue
+                    break
+                upcoming = self._upcoming()
+                if not may_start or upcoming is None or self.steps + 1 < upcoming.first:
+                    break
+                if not self._open_window(upcoming):
+                    break
+        self._after_act()
+
+    def _after_act(self) -> None:
+        upcoming = self._upcoming()
+        if self.window is None and (upcoming is None or self.steps + 1 < upcoming.first - 1):
+            self._points.watch(False)  # no window now or at the next boundary: the job's ranges are not ours to watch
+        self._plan_next_call()
+
+    # -- a window's profiler ----------------------------------------------------------------
+
+    def _open_window(self, window: Window) -> bool:
+        from npuprof_launch import backends
+
+        first = self.steps + 1
+        if first > window.first:
+            self.note_warning(
+                f"the window due at step {window.first} could start only at step {first} "
+                f"({self._late_reason()}); it records steps {window.moved_to(first).first_recorded}-"
+                f"{window.moved_to(first).last} instead"
+            )
+            window = window.moved_to(first)
+            self._windows[self._next] = window
+        holder = self._lifecycle.slot.claim(self)
+        if holder is not None:
+            self.note_warning(
+                f"{self.clock_name or 'this clock'}: a window was due while the profiler of this process recorded "
+                f"{holder.clock_name or 'another clock'}; it started at the first step after that"
+            )
+            return False
+        try:
+            if self.backend is None:
+                self.backend = backends.select(self.config, self.note_warning)
+            self.profiler = self.backend.build(
+                config=self.config,
+                window=window,
+                on_trace_ready=self._on_trace_ready,
+                output_dir=self.trace_dir,
+                worker=self.worker,
+            )
+        except backends.Declined as exc:
+            self._decline(str(exc))
+            return False
+        except Exception as exc:  # noqa: BLE001
+            self._fail("creating the profiler", exc)
+            return False
+        self._next += 1
+        self.window = window
+        self._stepped = 0
+        self._thread = threading.current_thread()
+        self.state = State.RUNNING
+        self.results.append(
+            {"first_step": window.first_recorded, "last_step": window.last, "complete": False, "traces": []}
+        )
+        coexist.claim(self.profiler, self._yield_to_job_profiler)
+        if not self._guard("start", self.profiler.start):
+            return False
+        self._lifecycle.window_opened()
+        self._open_label()
+        self.write_safely()
+        return True
+
+    def _late_reason(self) -> str:
+        if self.clock_name == "optimizer.step" and self.steps == 0:
+            return "the optimizer.step clock cannot see the start of step 1: use --skip-first 1 or more, or --target"
+        return "no moment outside backward and the job's ranges came before it"
+
+    def _profiler_step(self) -> None:
+        self._close_label()
+        self._stepped += 1
+        if not self._guard("step", self.profiler.step):
+            return
+        if self.window is not None and self.steps + 1 <= self.window.last:
+            self._open_label()
+
+    def _open_label(self) -> None:
+        """The job's step number on the timeline (the call clock labels its calls itself)."""
+        if self.clock_name != "optimizer.step" or self.window is None:
+            return
+        step = self.window.first + self._stepped
+        if step < self.window.first_recorded:
+            return
+        from torch.autograd.profiler import record_function
+
+        try:
+            self._label = record_function(f"{ITERATION_LABEL}#{step}")
+            self._label.__enter__()
+        except Exception:  # noqa: BLE001 - a label is never worth the window
+            self._label = None
+
+    def _close_label(self) -> None:
+        label, self._label = self._label, None
+        if label is not None:
+            try:
+                label.__exit__(None, None, None)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _close_window(self, *, complete: bool, reason: str | None = None) -> None:
+        """The window is over: saved (its last step ended) or cut short (exit, SIGTERM, the job's profiler)."""
+        self._close_label()
+        result = self.results[-1]
+        if not complete:
+            whole = self.steps  # the steps that ended inside the window are whole; the one under way is not
+            result["last_step"] = whole if whole >= result["first_step"] else None
+            self.note_warning(
+                f"window cut short by {reason} at step {self.steps}; "
+                + (
+                    f"its trace keeps steps {result['first_step']}-{whole}"
+                    if whole >= result["first_step"]
+                    else "it had recorded no whole step"
+                )
+            )
+        profiler, self.window = self.profiler, None
+        self._guard("stop", profiler.stop)
+        self.profiler = None
+        self._lifecycle.slot.release(self)
+        result["complete"] = complete and self.state == State.RUNNING
+        if self.state == State.RUNNING:
+            self.state = State.DONE if self._upcoming() is None and self._watcher is None else State.WAITING
+        self._lifecycle.window_closed()
+        self.write_safely()
+
+    def _on_trace_ready(self, prof) -> None:
+        """The profiler's on_trace_ready: export one window and record where it went."""
+        try:
+            paths = self.backend.export(prof, self.trace_dir, self.worker)
+        except Exception as exc:  # noqa: BLE001
+            self._fail("exporting a trace", exc)
+            return
+        relative = [os.path.relpath(path, self.output_dir) for path in paths]
+        self.traces.extend(relative)
+        if self.results:
+            self.results[-1]["traces"].extend(relative)
+        if self.window is not None and self.window.saved_by(self.steps):
+            self.windows_completed += 1
+        else:
+            self.partial_traces += 1
+
+    # -- failures -------------------------------------------------------------------------------
+
+    def _guard(self, what: str, call) -> bool:
+        try:
+            call()
+            return True
+        except Exception as exc:  # noqa: BLE001
+            self._fail(f"profiler {what}", exc)
+            return False
+
+    def _fail(self, what: str, exc: BaseException) -> None:
+        message = f"{what} failed: {type(exc).__name__}: {exc}"
+        self.errors.append(message)
+        self._say(f"{message}; the job goes on unprofiled")
+        self.state = State.FAILED
+        self._label = None
+        profiler, self.profiler, self.window = self.profiler, None, None
+        self._next = len(self._windows)
+        if profiler is not None and what != "profiler stop":
+            try:
+                profiler.stop()
+            except Exception:  # noqa: BLE001 - the first failure is reported already
+                pass
+        self._lifecycle.slot.release(self)
+        self._lifecycle.window_closed()
+        self.write_safely()
+
+    def _decline(self, reason: str) -> None:
+        """Another profiler owns this process: say why once, start nothing, keep counting steps."""
+        self.declined = reason
+        self.note_warning(reason)
+        self.state = State.OFF
+        self._next = len(self._windows)
+        self._lifecycle.slot.release(self)
+        self.write_safely()
+
+    def _yield_to_job_profiler(self) -> None:
+        """The job starts a torch profiler of its own: stop ours first (see coexist.py), then only count."""
+        if self.window is None:
+            return
+        self.flush("the job's own torch profiler")
+        self._decline(coexist.REASON)
+
+    # -- the process's end ----------------------------------------------------------------------
+
+    def flush(self, reason: str) -> None:
+        """Stop an open window now (exit, SIGTERM) and save what it recorded, marked partial."""
+        if os.getpid() != self._pid:
+            return
+        if self._points is not None:
+            self._points.run_pending_now()  # a save that waited for a safe point: it is complete
+        if self.window is None:
+            return
+        if threading.current_thread() is not self._thread:
+            self.note_warning(
+                f"window cut short by {reason} at step {self.steps}: its profiler runs on another thread, and "
+                "stopping it from this one could crash the process, so this window is lost"
+            )
+            self.window = self.profiler = self._label = None
+            self._lifecycle.slot.release(self)
+            return
+        with self._points.quiet():
+            self._close_window(complete=False, reason=reason)
+
+    def end(self, how: str) -> None:
+        """The process ends (``how``: record.ENDED_*): close the window, write the record a last time."""
+        reasons = {
+            record.ENDED_EXIT: "the end of the process",
+            record.ENDED_FAST: "os._exit",
+            record.ENDED_EXEC: "os.exec",
+            record.ENDED_SIGNAL: "SIGTERM",
+        }
+        self.flush(reasons.get(how, how))
+        self.ended = how
+        self._write_times()
+        self.write_safely()
+
+    def resume(self) -> None:
+        self.ended = None
+        self.write_safely()
+
+    def after_fork(self) -> None:
+        """In a forked child: forget this session without touching its profiler, write nothing."""
+        self.state = State.OFF
+        self.window = self.profiler = self._label = None
+        self._pid = -1
+
+    # -- checkpoints and the record -----------------------------------------------------------
+
+    def _checkpoint(self, now: float) -> None:
+        """Every few seconds of steps: poll for requests, write the record and the step times.
+        The next checkpoint is a step count, from the measured step time: no step reads a clock."""
+        step_s = self._recent_step_s()
+        if self.steps >= self._poll_at:
+            if self._watcher is not None:
+                self._take_request()
+                self._poll_at = self.steps + _steps_in(self._watcher.interval_s, step_s)
+            else:
+                self._poll_at = float("inf")
+        if self.steps >= self._checkpoint_at:
+            self._write_times()
+            self.write_safely()
+            self._checkpoint_at = self.steps + _steps_in(CHECKPOINT_S, step_s)
+
+    def _recent_step_s(self) -> float | None:
+        times = self.times
+        if len(times) >= 2:
+            window = min(len(times), 64)
+            return (times[-1] - times[-window]) / (window - 1)
+        return None
+
+    def _take_request(self) -> None:
+        """On-demand: a new request for this process opens a window at the next step."""
+        noted = len(self.warnings)
+        try:
+            request = self._watcher.poll()
+        except Exception as exc:  # noqa: BLE001 - a broken request folder must not break the job
+            self.note_warning(f"on-demand requests could not be read: {exc!r}")
+            request = None
+        if request is None:
+            if len(self.warnings) != noted:  # a refused request: say so where --trigger and --check look
+                self.write_safely()
+            return
+        self.requests.append(request["id"])
+        self._windows.append(
+            on_demand_window(self.steps + 1, wait=request["wait"], warmup=request["warmup"], active=request["active"])
+        )
+        if self.state == State.DONE:
+            self.state = State.WAITING
+        self.write_safely()
+
+    def _write_times(self) -> None:
+        """Append the durations of the steps timed since the last write: float32 seconds, one per
+        step from step 2 on (step 1 has no boundary before it)."""
+        times = self.times
+        if len(times) < 2:
+            return
+        durations = array.array("f", [times[i] - times[i - 1] for i in range(1, len(times))])
+        del times[:-1]  # the last time stays: the next step's duration starts there
+        if sys.byteorder != "little":
+            durations.byteswap()
+        try:
+            files.make_dirs(os.path.dirname(self._times_path))
+            files.append_bytes(self._times_path, durations.tobytes())
+            self._times_written += len(durations)
+        except OSError as exc:
+            self._note_error_once(f"could not write the step times {self._times_path}: {exc}")
+
+    def mean_step_s(self) -> float | None:
+        last = self.times[-1] if self.times else None
+        if self._first_time is None or last is None or self.steps < 2 or last <= self._first_time:
+            return None
+        return (last - self._first_time) / (self.steps - 1)
+
+    def windows_planned(self) -> int:
+        if self.state == State.OFF:
+            return 0
+        if self._watcher is not None:
+            return len(self.requests)
+        return len(self.schedule.windows())
+
+    def to_record(self) -> dict:
+        window_steps = None
+        if self.results:
+            window_steps = [self.results[0]["first_step"], self.results[-1]["last_step"] or self.steps]
+        return {
+            "host": names.host(),
+            "pid": os.getpid(),
+            "rank": self.rank,
+            "rank_source": self.rank_source,
+            "worker": self.worker,
+            "run_id": self._run_id,
+            "argv": list(sys.argv),
+            "state": self.state.value,
+            "clock": self.clock_name,
+            "target": self.target,
+            "stage": self.stage,
+            "range": bool(self.config.range),
+            "on_demand": self._watcher is not None,
+            "requests": list(self.requests),
+            "backend": self.backend.name if self.backend is not None else None,
+            "options": self.config.as_dict(),
+            "steps": self.steps,
+            "mean_step_s": self.mean_step_s(),
+            "window_steps": window_steps,
+            "windows": [dict(result, traces=list(result["traces"])) for result in self.results],
+            "schedule_steps": self.schedule.length(),
+            "windows_planned": self.windows_planned(),
+            "windows_completed": self.windows_completed,
+            "partial_traces": self.partial_traces,
+            "traces": list(self.traces),
+            "warnings": list(self.warnings),
+            "errors": list(self.errors),
+            "declined": self.declined,
+            "step_times": os.path.relpath(self._times_path, self.output_dir) if self._times_written else None,
+            "started_ns": self.started_ns,
+            "updated_ns": time.time_ns(),
+            "ended": self.ended,
+        }
+
+    def write_safely(self) -> None:
+        if os.getpid() != self._pid:
+            return
+        try:
+            record.write(self._status_path, self.to_record())
+        except Exception as exc:  # noqa: BLE001 - a full disk or a removed directory must not break the job
+            self._note_error_once(f"could not write the status record {self._status_path}: {exc}")
+
+    def _note_error_once(self, message: str) -> None:
+        if message not in self.errors:
+            self.errors.append(message)
+            self._say(message)
 
 
-os.register_at_fork(after_in_child=_forget_slot)
-
-
-def restore_default_sigterm() -> None:
-    """Take back our SIGTERM handler once no window records (and in a forked child).
-
-    A Python handler runs only between bytecodes: a process blocked in C, such as a hung
-    collective, would ignore SIGTERM until torchrun's SIGKILL 30 s later (measured: the default
-    action ends a process inside a long torch call at once; our handler only after it returns).
-    """
-    try:
-        if getattr(signal.getsignal(signal.SIGTERM), "__func__", None) is Session._on_sigterm:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    except ValueError:  # not the main thread: leave signals alone
-        pass
-
-
-def recorded_calls(config: options.Config) -> list[int]:
-    """Range mode: the calls recorded, each from its entry to its return as its own window.
-
-    The schedule picks them as it picks recorded steps: ``skip_first`` calls, then ``repeat``
-    times ``wait`` calls and ``active`` recorded ones (``warmup`` is refused in range mode: no
-    profiler runs between calls, so there is nothing to warm up).
-    """
-    period = config.wait + config.active
-    first = config.skip_first + config.wait + 1
-    return [first + window * period + call for window in range(config.repeat) for call in range(config.active)]
-
-
-def resolve_output_dir(raw: str, environ) -> str:
-    """Relative paths are relative to where the job was launched, not to the process's cwd.
-
-    The launcher always exports an absolute path. In env-only mode ``$PWD`` (kept by the shell
-    that ran the launch script, unchanged by ``os.chdir``) is the launch directory.
-    """
-    if os.path.isabs(raw):
-        return raw
-    base = environ.get("PWD", "")
-    if not os.path.isabs(base):
-        base = os.getcwd()
-    return os.path.normpath(os.path.join(base, raw))
+def _steps_in(seconds: float, step_s: float | None) -> int:
+    """How many steps take about ``seconds`` (at least one; one while the step time is unknown)."""
+    if not step_s or step_s <= 0:
+        return 1
+    return max(1, int(seconds / step_s))
 
 
 def writable_problem(path: str) -> str | None:
@@ -97,416 +625,53 @@ def writable_problem(path: str) -> str | None:
     return None
 
 
-class Session:
-    """The profiling state of one process."""
+def open_session(environ, *, lifecycle, points, say, armed_ns: int, stage_text: str | None = None) -> Session:
+    """The session of this process (or of one stage), from the environment.
 
-    def __init__(
-        self, config: options.Config, output_dir: str, rank: int | None, warn, environ, stage: str | None = None
-    ) -> None:
-        self.config = config
-        self.output_dir = output_dir
-        self.stage = stage
-        #: A stage writes its traces under OUT/NAME; every status record stays in OUT, for one report.
-        self.trace_dir = os.path.join(output_dir, stage) if stage else output_dir
-        #: The declared function whose calls are the steps (--target, --stage), if any.
-        self.target: str | None = None
-        self.rank = rank
-        self.warn = warn
-        self.worker = naming.worker_name(rank, environ=environ)
-        self.started_ns = time.time_ns()
-        self.state = WAITING
-        self.steps = 0
-        self.clock_name = ""
-        self.clock = None
-        self.backend = None
-        self.profiler = None
-        self.windows_completed = 0
-        self.partial_traces = 0
-        self.traces: list[str] = []
-        self.warnings: list[str] = []
-        self.errors: list[str] = []
-        self.first_step_time: float | None = None
-        self.last_step_time: float | None = None
-        #: The step that last_step_time belongs to: after the last window the clock may count without timing.
-        self._timed_steps = 0
-        #: The optimizer clock calls boundary() only from this step count on; below it, a boundary
-        #: would change nothing but the count, which the clock adds to ``steps`` itself.
-        self.call_at = 0
-        self.window_steps: tuple[int, int] | None = None
-        self._calls = recorded_calls(config) if config.range else None
-        self._windows_started = 0
-        self._waiting_for = None
-        self._start_at = self._calls[0] if self._calls else config.skip_first + 1
-        self._end_at = config.schedule_length()
-        #: On-demand: no window opens by itself; each accepted request opens one (ondemand.py).
-        self._watcher = None
-        self._request_config: options.Config | None = None
-        self.requests: list[str] = []
-        if config.on_demand:
-            self._start_at = float("inf")
-        self._run_id = environ.get(RUN_ID_VAR, "")
-        record_name = f"{self.worker}_{stage}" if stage else self.worker
-        self._status_path = naming.status_path(output_dir, record_name, self.started_ns)
-        self._pid = os.getpid()
-        self._window_open = False
-        #: The thread that started the profiler: only it may step or stop it (Kineto's state is per thread).
-        self._thread = None
-        self.declined: str | None = None
+    A bad value, an unusable output directory or a rank outside ``--ranks`` gives a session that
+    is off: it says why (once, and in its record where it can) and counts nothing.
+    """
+    from npuprof_launch import process, stages
 
-    # -- construction -------------------------------------------------------------------------
-
-    @classmethod
-    def from_env(cls, environ, warn, stage: str | None = None) -> Session:
-        """Read the options from the environment; a bad value turns this process's profiling off.
-
-        ``stage`` is one stage's text from ``--stage``: its own step selection then applies over
-        the job's options, and its traces go to its own subdirectory.
-        """
-        config, problems = options.resolve({}, environ)
-        if stage is not None:
-            from npuprof_launch import stages
-
-            if not problems:
-                config = config.with_values(stages.parse(stage).overrides)
-            stage = stages.split(stage)[0]
-        rank = naming.rank_from_env(environ)
-        output_dir = resolve_output_dir(config.output_dir, environ)
-        session = cls(config, output_dir, rank, warn, environ, stage)
-        if problems:
-            for problem in problems:
-                warn(f"{problem}; this process runs unprofiled")
-            session._turn_off("bad options: " + "; ".join(problems), write=False)
-            return session
-        unwritable = writable_problem(output_dir)
-        if unwritable:
-            warn(
-                f"{options.BY_NAME['output-dir'].env}={config.output_dir!r}: {unwritable}; this process runs unprofiled"
-            )
-            session._turn_off(f"output directory unusable: {unwritable}", write=False)
-            return session
-        if config.ranks is not None and (rank or 0) not in config.ranks:
-            session._turn_off(f"rank {rank} not in --ranks {options.BY_NAME['ranks'].format(config.ranks)}")
-            return session
-        if config.on_demand:
-            from npuprof_launch import bootstrap, ondemand
-
-            since = bootstrap.armed_ns or session.started_ns
-            session._watcher = ondemand.RequestWatcher(output_dir, rank, since, session.note_warning)
-        atexit.register(session.at_exit)
-        session._safe_write_status()
+    config, problems = options.resolve({}, environ)
+    stage = None
+    if stage_text is not None:
+        if not problems:
+            config = config.with_values(options.stage_overrides(stage_text))
+        stage = stages.split(stage_text)[0]
+    rank, rank_source = process.rank(environ)
+    output_dir = names.resolve_output_dir(config.output_dir, environ)
+    session = Session(
+        config=config,
+        output_dir=output_dir,
+        rank=rank,
+        rank_source=rank_source,
+        environ=environ,
+        lifecycle=lifecycle,
+        points=points,
+        say=say,
+        stage=stage,
+    )
+    if problems:
+        for problem in problems:
+            say(f"{problem}; this process runs unprofiled")
+        session.turn_off("bad options: " + "; ".join(problems), write=False)
         return session
-
-    def set_clock(self, name: str, clock) -> None:
-        self.clock_name = name
-        self.clock = clock
-
-    # -- the clock's calls ----------------------------------------------------------------------
-
-    def boundary(self) -> None:
-        """One step ended and the next begins (the optimizer clock's only call)."""
-        self.step_ends()
-        self.step_begins()
-        if self.state == WAITING and self._watcher is None:
-            self.call_at = self._start_at - 1
-        elif self.state in (RUNNING, WAITING):
-            self.call_at = 0
-        else:
-            self.call_at = float("inf")
-
-    def step_begins(self) -> None:
-        if self.state != WAITING:
-            return
-        if self._watcher is not None and self._request_config is None:
-            self._take_request()
-        if self.steps + 1 >= self._start_at and self._claim():
-            self._start(self.steps + 1)
-
-    def _take_request(self) -> None:
-        """On-demand: a new request for this process makes its window start at this step."""
-        noted = len(self.warnings)
-        try:
-            request = self._watcher.poll()
-        except Exception as exc:  # noqa: BLE001 - a broken request folder must not break the job
-            self.note_warning(f"on-demand requests could not be read: {exc!r}")
-            request = None
-        if request is None:
-            if len(self.warnings) != noted:  # a refused request: say so where --trigger and --check look
-                self._safe_write_status()
-            return
-        self.requests.append(request["id"])
-        fields = {"skip-first": 0, "repeat": 1, "wait": request["wait"], "warmup": request["warmup"]}
-        self._request_config = self.config.with_values({**fields, "active": request["active"]})
-        self._start_at = self.steps + 1
-        self._safe_write_status()
-
-    def step_ends(self) -> None:
-        self.steps += 1
-        now = time.perf_counter()
-        if self.first_step_time is None:
-            self.first_step_time = now
-        self.last_step_time = now
-        self._timed_steps = self.steps
-        if self.state == RUNNING:
-            self._guard("step", self.profiler.step)
-            if self.state == RUNNING and self.steps >= self._end_at:
-                self._finish()
-
-    # -- profiler lifecycle ---------------------------------------------------------------------
-
-    def _start(self, first: int) -> None:
-        from npuprof_launch import backends
-
-        config = self._request_config or self.config
-        if first > self._start_at and self._waiting_for is None:
-            self.note_warning(
-                f"the clock first saw the job at step {first}; the schedule starts there instead of at "
-                f"step {self._start_at} (the optimizer.step clock cannot see the start of step 1: "
-                "use --skip-first 1 or more, or --target)"
-            )
-        if self._calls is None:
-            self._end_at = first - 1 + (config.wait + config.warmup + config.active) * config.repeat
-            self.window_steps = (first, self._end_at)
-        else:
-            # Range mode: this call is the whole window, a profiler of its own from entry to return.
-            self._windows_started += 1
-            self._end_at = first
-            self.window_steps = (self.window_steps[0] if self.window_steps else first, first)
-            config = config.with_values({"wait": 0, "warmup": 0, "active": 1, "repeat": 1})
-        try:
-            if self.backend is None:
-                self.backend = backends.select(config, self.note_warning)
-            self.profiler = self.backend.build(config, self._on_trace_ready, self.trace_dir, self.worker)
-        except backends.Declined as exc:
-            self._decline(str(exc))
-            return
-        except Exception as exc:  # noqa: BLE001
-            self._fail("creating the profiler", exc)
-            return
-        self.state = RUNNING
-        self._thread = threading.current_thread()
-        coexist.claim(self.profiler, self._yield_to_job_profiler)
-        if not self._guard("start", self.profiler.start):
-            return
-        self._install_sigterm_flush()
-        self.write_status()
-
-    def _on_trace_ready(self, prof) -> None:
-        """The profiler's on_trace_ready: export one window and record where it went."""
-        try:
-            paths = self.backend.export(prof, self.trace_dir, self.worker)
-        except Exception as exc:  # noqa: BLE001
-            self._fail("exporting a trace", exc)
-            return
-        for path in paths:
-            self.traces.append(os.path.relpath(path, self.output_dir))
-        if self._window_open:
-            self.partial_traces += 1
-        else:
-            self.windows_completed += 1
-        self._safe_write_status()
-
-    def _finish(self) -> None:
-        """The window is saved: stop the profiler, then wait for the next chosen call (range mode) or only count."""
-        self._guard("stop", self.profiler.stop)
-        self.profiler = None
-        self._release()
-        restore_default_sigterm()  # the process's one window is over: no other records now
-        if self.state == RUNNING:
-            self.state = DONE
-            if self._watcher is not None:  # on-demand: back to waiting for the next request
-                self.state = WAITING
-                self._start_at = float("inf")
-                self._request_config = None
-            elif self._calls is not None and self._windows_started < len(self._calls):
-                self.state = WAITING
-                self._start_at = max(self._calls[self._windows_started], self.steps + 1)
-        self._safe_write_status()
-
-    def _claim(self) -> bool:
-        """Take the process's one profiler; when another session has it, wait for the next step."""
-        global _running
-        with _slot:
-            holder = _running
-            if holder is None or holder is self:
-                _running = self
-                return True
-        self._waiting_for = holder
-        self.note_warning(
-            f"{self.clock_name or 'this clock'}: a window was due while the profiler of this process recorded "
-            f"{holder.clock_name or 'another clock'}; it started at the first step after that"
-        )
-        return False
-
-    def _release(self) -> None:
-        global _running
-        with _slot:
-            if _running is self:
-                _running = None
-
-    def flush(self, reason: str) -> None:
-        """Stop an open window now (exit, SIGTERM) and save what it recorded, marked partial."""
-        if self.state != RUNNING or os.getpid() != self._pid:
-            return
-        if threading.current_thread() is not self._thread:
-            self.note_warning(
-                f"window cut short by {reason} at step {self.steps}: its profiler runs on another thread, and "
-                "stopping it from this one could crash the process, so this window is lost"
-            )
-            self.state = DONE
-            self.profiler = None
-            self._release()
-            return
-        self._window_open = True
-        self.note_warning(f"window cut short by {reason} at step {self.steps}; its trace is partial")
-        self._guard("stop", self.profiler.stop)
-        if self.state == RUNNING:
-            self.state = DONE
-        self.profiler = None
-        self._release()
-
-    def _yield_to_job_profiler(self) -> None:
-        """The job starts a torch profiler of its own: stop ours first (see coexist.py), then only count."""
-        if self.state != RUNNING:
-            return
-        self.flush("the job's own torch profiler")
-        self._decline(coexist.REASON)
-        self._safe_write_status()
-
-    def at_exit(self) -> None:
-        if os.getpid() != self._pid:
-            return
-        self.flush("the end of the process")
-        self._safe_write_status()
-
-    def abandon(self) -> None:
-        """In a forked child: forget the parent's profiler without stopping it, write nothing.
-
-        Stopping it would export the parent's window from the child. A profiler that was recording
-        is silenced instead (forking.py), and our SIGTERM handler is taken back: in the child it
-        would write the parent's status record (torchrun SIGTERMs data-loader workers too).
-        """
-        restore_default_sigterm()
-        if self.state == RUNNING:
-            from npuprof_launch import forking
-
-            try:
-                forking.silence_inherited_profiler()
-            except Exception as exc:  # noqa: BLE001 - the child must run whatever happens here
-                self.warn(f"forked child {os.getpid()}: could not silence the inherited profiler: {exc!r}")
-        self.state = OFF
-        self.profiler = None
-
-    def _install_sigterm_flush(self) -> None:
-        """Flush on SIGTERM (torchrun's way to stop workers) when the program has no handler of its own."""
-        try:
-            if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-                return
-            signal.signal(signal.SIGTERM, self._on_sigterm)
-        except ValueError:  # not the main thread: leave signals alone
-            pass
-
-    def _on_sigterm(self, signum, frame) -> None:
-        running = _running
-        for session in (self,) if running in (None, self) else (self, running):
-            session.flush("SIGTERM")
-            if os.getpid() == session._pid:  # a forked child never writes its parent's record
-                session._safe_write_status()
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    # -- failures and the record ----------------------------------------------------------------
-
-    def _guard(self, what: str, call) -> bool:
-        try:
-            call()
-            return True
-        except Exception as exc:  # noqa: BLE001
-            self._fail(f"profiler {what}", exc)
-            return False
-
-    def _fail(self, what: str, exc: BaseException) -> None:
-        message = f"{what} failed: {type(exc).__name__}: {exc}"
-        self.errors.append(message)
-        self.warn(f"{message}; the job goes on unprofiled")
-        self.state = FAILED
-        profiler, self.profiler = self.profiler, None
-        if profiler is not None and what != "profiler stop":
-            try:
-                profiler.stop()
-            except Exception:  # noqa: BLE001 - already reported the first failure
-                pass
-        self._release()
-        self._safe_write_status()
-
-    def _turn_off(self, reason: str, write: bool = True) -> None:
-        self.state = OFF
-        self.warnings.append(reason)
-        if write:
-            self._safe_write_status()
-
-    def _decline(self, reason: str) -> None:
-        """Another profiler owns this process: say why once, start nothing, keep counting steps."""
-        self.declined = reason
-        self.note_warning(reason)
-        self.state = OFF
-        self._release()
-        self._safe_write_status()
-
-    def note_warning(self, message: str) -> None:
-        if message not in self.warnings:
-            self.warnings.append(message)
-            self.warn(message)
-
-    def windows_planned(self) -> int:
-        """Windows the schedule asks for; in range mode each recorded call is a window; on demand, each request."""
-        if self._watcher is not None:
-            return len(self.requests)
-        return len(self._calls) if self._calls is not None else self.config.repeat
-
-    def record(self) -> dict:
-        config = self.config
-        mean_step = None
-        if self._timed_steps > 1 and self.first_step_time is not None:
-            mean_step = (self.last_step_time - self.first_step_time) / (self._timed_steps - 1)
-        return {
-            "host": naming.host(),
-            "pid": self._pid,
-            "rank": self.rank,
-            "worker": self.worker,
-            "run_id": self._run_id,
-            "argv": list(sys.argv),
-            "state": self.state,
-            "clock": self.clock_name,
-            "target": self.target,
-            "stage": self.stage,
-            "range": self._calls is not None,
-            "on_demand": self._watcher is not None,
-            "requests": list(self.requests),
-            "backend": self.backend.name if self.backend is not None else None,
-            "options": config.as_dict(),
-            "steps": self.steps,
-            "mean_step_s": mean_step,
-            "window_steps": list(self.window_steps) if self.window_steps else None,
-            "schedule_steps": config.schedule_length(),
-            "windows_planned": self.windows_planned() if self.state != OFF else 0,
-            "windows_completed": self.windows_completed,
-            "partial_traces": self.partial_traces,
-            "traces": list(self.traces),
-            "warnings": list(self.warnings),
-            "errors": list(self.errors),
-            "declined": self.declined,
-            "started_ns": self.started_ns,
-            "updated_ns": time.time_ns(),
-        }
-
-    def write_status(self) -> None:
-        status.write_json(self._status_path, self.record())
-
-    def _safe_write_status(self) -> None:
-        try:
-            self.write_status()
-        except Exception as exc:  # noqa: BLE001 - a full disk or a removed directory must not break the job
-            message = f"could not write the status record {self._status_path}: {exc}"
-            if message not in self.errors:
-                self.errors.append(message)
-                self.warn(message)
+    unwritable = writable_problem(output_dir)
+    if unwritable:
+        say(f"{names.OUTPUT_DIR_VAR}={config.output_dir!r}: {unwritable}; this process runs unprofiled")
+        session.turn_off(f"output directory unusable: {unwritable}", write=False)
+        return session
+    lifecycle.add(session)
+    if stage is None:
+        session.go_on_from(lifecycle.steps_before_exec(environ))
+    for warning in options.unknown_variables(environ):
+        session.note_warning(warning)
+    if config.ranks is not None and (rank or 0) not in config.ranks:
+        source = f" (from {rank_source})" if rank_source else ""
+        session.turn_off(f"rank {rank}{source} not in --ranks {options.BY_NAME['ranks'].format(config.ranks)}")
+        return session
+    if config.on_demand:
+        session.start_watching_requests(armed_ns or session.started_ns)
+    session.write_safely()
+    return session

@@ -2,7 +2,7 @@
 
 A stage is ``NAME=MOD:QUALNAME``, optionally followed by its own step selection as
 ``,KEY=VALUE`` pairs whose keys are the schedule options (``skip-first``, ``wait``, ``warmup``,
-``active``, ``repeat``) and ``range``, parsed exactly as those options are::
+``active``, ``repeat``) and ``range``, parsed exactly as those options are (options.parse_stage)::
 
     --stage rollout=rl_lib:Actor.generate,skip-first=1,active=2 --stage update=rl_lib:Learner.update
 
@@ -10,8 +10,8 @@ The flag repeats; in ``NPU_PROF_STAGE`` the stages are joined with ``;`` (a char
 path, qualname or number contains). NAME names the stage's output subdirectory ``OUT/NAME`` and
 its label on the timeline, so it is kept to letters, digits, ``_`` and ``-``.
 
-``split`` is standard library only and raises nothing, for the hook at process start; ``parse``
-validates with the options table.
+Only the syntax is here, standard library only and nothing of ours: the hook splits stages at
+process start, before any option is resolved.
 """
 
 from __future__ import annotations
@@ -23,25 +23,6 @@ KEYS = ("skip-first", "wait", "warmup", "active", "repeat", "range")
 RESERVED = ("npuprof_status", "npuprof_requests")
 
 
-class Stage:
-    """One parsed stage (a plain class: ``typing`` would cost the hook 2 ms at process start)."""
-
-    __slots__ = ("name", "target", "overrides")
-
-    def __init__(self, name: str, target: str, overrides: dict) -> None:
-        self.name = name
-        self.target = target
-        #: Option name -> parsed value, applied over the job's options for this stage only.
-        self.overrides = overrides
-
-    def text(self) -> str:
-        """The normalized spelling, as exported to the job."""
-        from npuprof_launch import options
-
-        pairs = "".join(f",{key}={options.BY_NAME[key].format(value)}" for key, value in self.overrides.items())
-        return f"{self.name}={self.target}{pairs}"
-
-
 def _is_name(name: str) -> bool:
     return name[:1].isalnum() and name.isascii() and all(c.isalnum() or c in "_-" for c in name)
 
@@ -51,15 +32,14 @@ def split_list(raw: str) -> list[str]:
 
 
 def split(text: str) -> tuple[str, str]:
-    """``NAME=MOD:QUALNAME,...`` -> (NAME, MOD:QUALNAME), unchecked."""
+    """``NAME=MOD:QUALNAME,...`` -> (NAME, MOD:QUALNAME), unchecked; raises nothing."""
     name, _, rest = text.partition("=")
     return name.strip(), rest.split(",", 1)[0].strip()
 
 
-def parse(text: str) -> Stage:
-    """One stage, checked; raises ValueError with a one-line reason."""
-    from npuprof_launch import options
-
+def parts(text: str) -> tuple[str, str, list[tuple[str, str]]]:
+    """``NAME=MOD:QUALNAME,KEY=VALUE,...`` -> (NAME, MOD:QUALNAME, [(KEY, VALUE), ...]), the
+    syntax checked; raises ValueError with a one-line reason. Values are left as text."""
     name, equals, rest = text.strip().partition("=")
     name = name.strip()
     if not equals or not _is_name(name) or name in RESERVED:
@@ -68,31 +48,11 @@ def parse(text: str) -> Stage:
             "_ and - (it names the output subdirectory)"
         )
     target, *pairs = [part.strip() for part in rest.split(",")]
-    target = options.BY_NAME["target"].parse(target, f"stage {name}")
-    overrides: dict = {}
+    found = []
     for pair in pairs:
         key, equals, value = pair.partition("=")
         key = key.strip()
         if not equals or key not in KEYS:
             raise ValueError(f"stage {name}: {pair!r}: expected KEY=VALUE with KEY one of {', '.join(KEYS)}")
-        overrides[key] = options.BY_NAME[key].parse(value, f"stage {name} {key}")
-    return Stage(name, target, overrides)
-
-
-def parse_list(raw: str) -> tuple[str, ...]:
-    """The value of ``--stage``/``NPU_PROF_STAGE``: normalized stage texts, names and functions unique."""
-    stages = [parse(part) for part in split_list(raw)]
-    if not stages:
-        raise ValueError("expected NAME=MOD:QUALNAME[,KEY=VALUE...]; stages are separated by ';'")
-    names: set[str] = set()
-    targets: dict[str, str] = {}
-    for stage in stages:
-        if stage.name in names:
-            raise ValueError(f"two stages are named {stage.name}")
-        if stage.target in targets:
-            raise ValueError(
-                f"stages {targets[stage.target]} and {stage.name} both name {stage.target}; one function is one stage"
-            )
-        names.add(stage.name)
-        targets[stage.target] = stage.name
-    return tuple(stage.text() for stage in stages)
+        found.append((key, value))
+    return name, target, found

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from npuprof_launch import deliverables, naming
+from npuprof_launch import deliverables, names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
@@ -59,7 +59,7 @@ def script(name: str) -> str:
 
 def torch_traces(out: str) -> list[str]:
     """Every Chrome trace the torch backend wrote under ``out``, at any depth."""
-    return sorted(glob.glob(os.path.join(out, "**", "*" + naming.TORCH_TRACE_SUFFIX), recursive=True))
+    return sorted(glob.glob(os.path.join(out, "**", "*" + names.TORCH_TRACE_SUFFIX), recursive=True))
 
 
 def step_counts(out: str) -> list[int]:
@@ -68,7 +68,7 @@ def step_counts(out: str) -> list[int]:
 
 def status_records(out: str) -> list[dict]:
     records = []
-    for path in sorted(glob.glob(os.path.join(out, "**", naming.STATUS_DIR, "*.json"), recursive=True)):
+    for path in sorted(glob.glob(os.path.join(out, "**", names.STATUS_DIR, "*.json"), recursive=True)):
         with open(path) as handle:
             records.append(json.load(handle))
     return records

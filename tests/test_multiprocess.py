@@ -3,7 +3,6 @@ restarts, and the env-only launch script. Real torchrun (gloo on CPU), real Data
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -22,7 +21,7 @@ from conftest import (
     torch_traces,
 )
 
-from npuprof_launch import naming, options
+from npuprof_launch import names, options, processlog
 
 DDP = script("ddp_train.py")
 LOADER = script("loader_train.py")
@@ -33,7 +32,7 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
 def env_without_ranks(**extra: str) -> dict[str, str]:
     """A clean environment that no launcher has given a rank (the tests may run under one)."""
     env = clean_env(**extra)
-    for var in naming.RANK_VARS:
+    for var in names.RANK_VARS:
         if var not in extra:
             env.pop(var, None)
     return env
@@ -45,11 +44,7 @@ def rank_lines(stdout: str) -> list[str]:
 
 
 def idle_tally(out: str) -> list[dict]:
-    path = os.path.join(naming.status_dir(out), "idle.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    return [line for line in processlog.read(out) if line.get("event") == processlog.IDLE]
 
 
 def trace_names(out: str) -> list[str]:
@@ -83,11 +78,11 @@ def torchrun_rank1(tmp_path_factory):
 def test_torchrun_each_rank_profiles_itself_and_the_agent_never(torchrun_all, bare_torchrun):
     out, result = torchrun_all
     assert rank_lines(result.stdout) == rank_lines(bare_torchrun.stdout), "results must be bit-identical per rank"
-    host = naming.host()
-    names = trace_names(out)
-    assert len(names) == 2
-    assert [n.startswith(f"{host}_rank0_pid") for n in names].count(True) == 1, names
-    assert [n.startswith(f"{host}_rank1_pid") for n in names].count(True) == 1, names
+    host = names.host()
+    traces = trace_names(out)
+    assert len(traces) == 2
+    assert [n.startswith(f"{host}_rank0_pid") for n in traces].count(True) == 1, traces
+    assert [n.startswith(f"{host}_rank1_pid") for n in traces].count(True) == 1, traces
     records = status_records(out)
     assert sorted(r["rank"] for r in records) == [0, 1]
     for record in records:
@@ -103,7 +98,7 @@ def test_torchrun_ranks_filter_leaves_other_ranks_without_a_profiler(torchrun_ra
     out, result = torchrun_rank1
     assert rank_lines(result.stdout) == rank_lines(bare_torchrun.stdout)
     (name,) = trace_names(out)
-    assert name.startswith(f"{naming.host()}_rank1_pid")
+    assert name.startswith(f"{names.host()}_rank1_pid")
     by_rank = {r["rank"]: r for r in status_records(out)}
     assert sorted(by_rank) == [0, 1]
     assert by_rank[1]["state"] == "done" and by_rank[1]["windows_completed"] == 1
@@ -244,7 +239,7 @@ def test_rank_comes_from_the_first_launcher_variable(out, rank_env, ranks, rank)
     (record,) = status_records(out)
     assert record["rank"] == rank and record["state"] == "done"
     (name,) = trace_names(out)
-    assert name.startswith(f"{naming.host()}_pid" if rank is None else f"{naming.host()}_rank{rank}_pid")
+    assert name.startswith(f"{names.host()}_pid" if rank is None else f"{names.host()}_rank{rank}_pid")
 
 
 def test_a_rankless_process_is_rank_0_for_the_filter(out):
@@ -257,12 +252,12 @@ def test_a_rankless_process_is_rank_0_for_the_filter(out):
 
 
 def test_rank_variable_order_is_the_documented_one():
-    assert naming.RANK_VARS == ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
+    assert names.RANK_VARS == ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
     everything = {"RANK": "1", "OMPI_COMM_WORLD_RANK": "2", "PMI_RANK": "3", "SLURM_PROCID": "4"}
-    for expected, var in enumerate(naming.RANK_VARS, start=1):
-        assert naming.rank_from_env(everything) == expected
+    for expected, var in enumerate(names.RANK_VARS, start=1):
+        assert names.rank_from_env(everything) == (expected, var)
         del everything[var]
-    assert naming.rank_from_env(everything) is None
+    assert names.rank_from_env(everything) == (None, None)
 
 
 def test_sigterm_in_a_forked_child_spares_the_parents_record_and_is_default_after_the_window(out):

@@ -200,11 +200,14 @@ def test_a_daemon_flag_of_0_is_no_conflict(out, record):
 def test_wait_warmup_and_repeat_give_one_handed_over_window_each(out, record):
     flags = ["--backend", "npu", "--skip-first", "1", "--wait", "1", "--warmup", "1", "--active", "1"]
     assert_ok(run(out, record, [*flags, "--repeat", "2"], steps="8"))
-    assert only(record, "schedule")["kwargs"] == {"wait": 1, "warmup": 1, "active": 1, "repeat": 2, "skip_first": 0}
-    assert [w["steps"] for w in calls(record, "trace_ready")] == [["ProfilerStep#2"], ["ProfilerStep#5"]]
+    # Each window has a profiler of its own, built for its warmup and active steps; the wait is ours.
+    schedules = calls(record, "schedule")
+    assert [s["kwargs"] for s in schedules] == [{"wait": 0, "warmup": 1, "active": 1, "repeat": 1, "skip_first": 0}] * 2
+    assert [w["steps"] for w in calls(record, "trace_ready")] == [["ProfilerStep#1"], ["ProfilerStep#1"]]
     assert len(calls(record, "trace_handler")) == 2
     (status,) = status_records(out)
-    assert status["windows_completed"] == 2 and status["window_steps"] == [2, 7]
+    assert status["windows_completed"] == 2 and status["window_steps"] == [4, 7]
+    assert [(w["first_step"], w["last_step"], w["complete"]) for w in status["windows"]] == [(4, 4, True), (7, 7, True)]
 
 
 def test_a_window_cut_short_by_the_end_of_the_job_is_stopped_and_handed_over(out, record):

@@ -14,7 +14,7 @@ import pytest
 from conftest import PYTHON, assert_ok, check_json, npuprof, script
 from npu_standin import standin_env
 
-from npuprof_launch import deliverables, naming
+from npuprof_launch import deliverables, names
 
 
 def output(path: str) -> str:
@@ -198,7 +198,7 @@ def _run_and_attach_session(tmp_path, out: str, export: tuple[str, ...], **tree)
     flags = ["--output-dir", out, "--backend", "npu", "--export-type", ",".join(export)]
     result = npuprof([*flags, "--", PYTHON, script("train_loop.py"), "--steps", "4"], env=standin_env(record))
     assert_ok(result)
-    (status_file,) = glob.glob(os.path.join(naming.status_dir(out), "*.json"))
+    (status_file,) = glob.glob(os.path.join(names.status_dir(out), "*.json"))
     with open(status_file) as handle:
         status = json.load(handle)
     path = npu_layout.session(out, worker=status["worker"], export=export, **tree)

@@ -11,7 +11,7 @@ import time
 import pytest
 from conftest import PYTHON, assert_ok, clean_env, npuprof, python, script, status_records, step_counts
 
-from npuprof_launch import naming, ondemand
+from npuprof_launch import names, ondemand
 
 SERVE = script("serve.py")
 
@@ -96,7 +96,7 @@ def test_job_results_are_unchanged(out, stop, tmp_path):
 
 
 def test_trigger_without_a_job_fails(out, tmp_path):
-    os.makedirs(naming.status_dir(out))
+    os.makedirs(names.status_dir(out))
     result = npuprof(["--trigger", out, "--timeout", "1"])
     assert result.returncode == 1
     assert "no process took request" in result.stderr and "withdrawn" in result.stderr

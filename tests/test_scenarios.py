@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import ROOT, assert_ok, check_json, clean_env, npuprof, python, status_records, torch_traces
 
-from npuprof_launch import bootstrap, deliverables, options, readme, scenarios
+from npuprof_launch import deliverables, names, options, readme, scenarios
 
 EXAMPLES = os.path.join(ROOT, "examples")
 RL = os.path.join(EXAMPLES, "rl.py")
@@ -57,9 +57,9 @@ def test_every_scenario_default_is_a_value_its_option_accepts():
 
 
 def test_the_hook_reads_the_variables_the_table_names():
-    assert bootstrap.TARGET_VAR == options.BY_NAME["target"].env
-    assert bootstrap.STAGE_VAR == options.BY_NAME["stage"].env
-    assert bootstrap.SCENARIO_VAR == options.BY_NAME["scenario"].env
+    assert names.TARGET_VAR == options.BY_NAME["target"].env
+    assert names.STAGE_VAR == options.BY_NAME["stage"].env
+    assert names.SCENARIO_VAR == options.BY_NAME["scenario"].env
 
 
 def test_readme_scenarios_table_is_current():

@@ -242,9 +242,17 @@ def test_at_process_start_the_hook_imports_nothing_the_interpreter_does_not(tmp_
     assert_ok(bare)
     assert_ok(hooked)
     added = set(hooked.stdout.split()) - set(bare.stdout.split())
-    ours = {"sitecustomize", "npuprof_launch", "npuprof_launch.bootstrap", "npuprof_launch.importwatch"}
-    assert added - ours <= {"npuprof_launch.targets", "npuprof_launch.stages"}, added
-    assert "npuprof_launch.targets" in added
+    ours = {
+        "sitecustomize",
+        "npuprof_launch",
+        "npuprof_launch.hook",
+        "npuprof_launch.importwatch",
+        "npuprof_launch.names",
+        "npuprof_launch.processlog",
+        "npuprof_launch.files",
+    }
+    assert added - ours <= {"npuprof_launch.declared", "npuprof_launch.stages"}, added
+    assert "npuprof_launch.declared" in added
 
 
 def test_wrapt_is_imported_only_in_processes_that_import_the_target_module(out):

@@ -1,15 +1,35 @@
-"""Profiler backends: build the profiler object of a session from the options, and export a window.
+"""Profiler backends: build the profiler of one window from the options, and export it.
 
-``torch`` (torch.profiler, CPU and CUDA) and ``npu`` (torch_npu.profiler) take the same options.
-A backend has a ``name``, ``build(config, on_trace_ready, output_dir, worker)`` returning an
-object with ``start()``, ``step()`` and ``stop()``, and ``export(prof, output_dir, worker)``
-returning the paths it wrote for one window. ``build`` gets the output directory and worker name
+``torch`` (torch.profiler, CPU and CUDA) and ``npu`` (torch_npu.profiler) take the same options
+and follow the ``Backend`` protocol below. ``build`` gets the output directory and worker name
 because torch_npu fixes its output path when the trace handler is created, before the start.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Protocol
+
+
+class Profiler(Protocol):
+    """What the session does with the object ``build`` returns (torch's and torch_npu's ``profile``)."""
+
+    def start(self) -> None: ...
+
+    def step(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def build(self, *, config, window, on_trace_ready, output_dir: str, worker: str) -> Profiler:
+        """The profiler of one window (``window.warmup`` traced steps, then ``window.active``
+        recorded ones; its last ``step()`` saves it through ``on_trace_ready``)."""
+
+    def export(self, prof, output_dir: str, worker: str) -> list[str]:
+        """Write one window; the paths written."""
 
 
 class Declined(Exception):
@@ -35,7 +55,7 @@ def npu_available() -> bool:
         return False
 
 
-def select(config, note_warning):
+def select(config, note_warning) -> Backend:
     """The backend for ``--backend``: auto picks npu when an NPU is present, else torch (CUDA or CPU)."""
     choice = config.backend
     if choice == "auto":

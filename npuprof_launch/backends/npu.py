@@ -23,8 +23,9 @@ import re
 import sys
 from typing import NamedTuple
 
-from npuprof_launch import naming, status
+from npuprof_launch import files
 from npuprof_launch.backends import Declined
+from npuprof_launch.schedule import Window
 
 
 class Feature(NamedTuple):
@@ -207,8 +208,13 @@ def _missing(flag: str, version: str, what: str, consequence: str) -> str:
     return f"{flag}: torch_npu {version} has no {what}; {consequence}"
 
 
-def plan(config, version: str, caps: frozenset[str], output_dir: str, worker: str) -> Plan:
-    """Every option mapped onto the calls torch_npu ``version`` accepts; nothing is imported here."""
+def plan(
+    config, version: str, caps: frozenset[str], output_dir: str, worker: str, window: Window | None = None
+) -> Plan:
+    """Every option mapped onto the calls torch_npu ``version`` accepts, for one window (by
+    default the schedule's first); nothing is imported here."""
+    if window is None:
+        window = Window(1, config.warmup, config.active)
     notes: list[str] = []
     wanted = config.activities or DEFAULT_ACTIVITIES
     if "cuda" in wanted:
@@ -225,13 +231,7 @@ def plan(config, version: str, caps: frozenset[str], output_dir: str, worker: st
         "with_flops": config.with_flops,
         "with_modules": config.with_modules,
     }
-    schedule = {
-        "wait": config.wait,
-        "active": config.active,
-        "warmup": config.warmup,
-        "repeat": config.repeat,
-        "skip_first": 0,
-    }
+    schedule = {"wait": 0, "active": window.active, "warmup": window.warmup, "repeat": 1, "skip_first": 0}
     handler = {"dir_name": output_dir, "worker_name": worker, "analyse_flag": config.analyse}
     if config.async_mode:
         if "async_mode" in caps:
@@ -358,7 +358,7 @@ class NpuBackend:
         self._handler = None
         self._reported: set[str] = set()
 
-    def build(self, config, on_trace_ready, output_dir: str, worker: str):
+    def build(self, *, config, window, on_trace_ready, output_dir: str, worker: str):
         """Create the trace handler first: calling torch_npu's factory sets the process-wide output
         path that the profiler's start then uses for its ``*_ascend_pt`` directory."""
         reason = conflict(os.environ)
@@ -368,10 +368,10 @@ class NpuBackend:
 
         api = torch_npu.profiler
         version = installed_version(torch_npu)
-        chosen = plan(config, version, capabilities(version, api), output_dir, worker)
+        chosen = plan(config, version, capabilities(version, api), output_dir, worker, window)
         for note in chosen.notes:
             self.note_warning(note)
-        status.make_dirs(output_dir)
+        files.make_dirs(output_dir)
         self._reported = _session_dirs(output_dir, worker)
         # torch_npu prints its warnings on stdout (e.g. for every schedule without warmup); those
         # caused by building the profiler are ours to report, so they go to stderr, not the job's stdout.
@@ -407,7 +407,7 @@ def _session_dirs(output_dir: str, worker: str) -> set[str]:
         names = os.listdir(output_dir)
     except OSError:
         return set()
-    return {name for name in names if name.startswith(worker + "_") and name.endswith(naming.ASCEND_DIR_SUFFIX)}
+    return {name for name in names if name.startswith(worker + "_") and name.endswith(names.ASCEND_DIR_SUFFIX)}
 
 
 def analyse_offline(directory: str, export_types, note_warning) -> str:

@@ -7,9 +7,9 @@ import sys
 
 if os.environ.get("NPU_PROF_ENABLE") == "1":
     try:
-        from npuprof_launch import bootstrap as _npuprof_bootstrap
+        from npuprof_launch import hook as _npuprof_hook
 
-        _npuprof_bootstrap.install()
+        _npuprof_hook.install()
     except Exception as _npuprof_exc:  # never raise into the user's program
         if not isinstance(_npuprof_exc, ImportError):
             sys.stderr.write("npuprof: hook not installed, job goes on unprofiled: %r\n" % (_npuprof_exc,))

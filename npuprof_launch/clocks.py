@@ -1,0 +1,530 @@
+"""Step clocks: where the hook learns that one step of the job has ended.
+
+**The optimizer clock** counts training iterations. torch's global optimizer-step hooks fire for
+every ``torch.optim.Optimizer`` subclass, survive LR schedulers and work under
+``torch.compile``, where wrapping ``Optimizer.step`` does not (reference/launchers.md section 7).
+Only outermost steps count: a thread-local depth ignores the inner ``step`` of a wrapper (an
+Optimizer subclass calling another's ``step``, ``GradScaler.step``, or a wrapper that is no
+Optimizer at all, found on the stack at the first step). Which outermost steps end an iteration
+is iterations.py's business. Two steps are counted even when no optimizer stepped:
+
+* ``GradScaler.step`` that skipped the optimizer for inf/NaN gradients (common in the first
+  iterations of mixed precision): every ``GradScaler`` class's own ``step`` is wrapped when the
+  first scaler is created, the job's subclasses and torch_npu's (which overrides ``step``) too;
+* a wrapper that is no ``torch.optim.Optimizer`` and skips the inner step on overflow
+  (Megatron's and MindSpeed's mixed-precision optimizers, DeepSpeed's ZeRO optimizer): an object
+  whose class name says it is an optimizer, that is no ``nn.Module``, and that holds the stepped
+  optimizer, found as the caller of the first step that runs; its ``step`` is wrapped from then on.
+
+The clock runs on every iteration of jobs that last days, so it has two modes. It starts
+*exact*: a pre hook keeps the depth and a post hook feeds iterations.py. Once one optimizer is
+known to make every iteration alone (most jobs) it turns *lean*: the pre hook goes and the post
+hook only checks the optimizer, records the time and adds one to the session's count, one Python
+frame per step. Any other optimizer or wrapper sends it back to exact for good. All the rest runs
+in ``_advance``, off the per-step path.
+
+**The call clock** counts calls of a declared function (``--target``, a stage): each outermost
+call on one thread is one step, from its entry to its return (declared.py finds the function).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+import time
+import weakref
+
+from npuprof_launch import importwatch
+from npuprof_launch.iterations import Iterations
+
+EXACT, LEAN, DETACHED = "exact", "lean", "detached"
+
+
+class _Depth(threading.local):
+    """How deep this thread is in nested steps (optimizer, scaler, wrapper); 0 to start with."""
+
+    depth = 0
+
+
+class OptimizerClock:
+    """Counts iterations from optimizer steps and tells the session at each boundary."""
+
+    def __init__(self, *, torch_module, new_session, points, say) -> None:
+        self._torch = torch_module
+        self._new_session = new_session
+        self._points = points
+        self._say = say
+        self._local = _Depth()
+        self._iterations = Iterations()
+        #: id(object) -> weak reference to it, for every optimizer or wrapper counted.
+        self._known: dict[int, weakref.ref] = {}
+        self._session = None
+        self._mode = EXACT
+        #: Lean mode: id() of the one optimizer whose every step is one iteration.
+        self._sole: int | None = None
+        #: Set once a wrapper or a second optimizer was seen: the clock stays exact from then on.
+        self._exact_only = False
+        self._broken = False
+        self._looked_for_wrappers = False
+        self._wrapped_classes: set[type] = set()
+        #: The slow path as the hooks call it: ``_advance``, kept out of dynamo's reach once it is imported.
+        self._slow = self._advance
+        self._pre_hook, self._exact_hook, self._lean_hook = self._hooks()
+        #: The same hooks as registered: themselves, or on a torch without dynamo's ``skip`` their disabled versions.
+        self._registered = {hook: hook for hook in (self._pre_hook, self._exact_hook, self._lean_hook)}
+        self._pre_handle = None
+        self._post_handle = None
+
+    def install(self) -> None:
+        optimizer = importlib.import_module("torch.optim.optimizer")
+        self._pre_handle = optimizer.register_optimizer_step_pre_hook(self._pre_hook)
+        self._post_handle = optimizer.register_optimizer_step_post_hook(self._exact_hook)
+        self._step_wrappers: list = []
+        _watch_step_returns(self, optimizer)
+        importwatch.finder().watch("torch._dynamo", self._keep_out_of_graphs)
+        _watch_grad_scalers(self)
+        os.register_at_fork(after_in_child=self._after_fork_in_child)
+
+    # -- the hooks torch calls on every optimizer.step ------------------------------------------
+
+    def _hooks(self):
+        """The pre hook, the exact post hook and the lean post hook: plain functions, one frame each.
+
+        Their common path calls no Python function, so that under a compiled step (where dynamo
+        skips them, see ``_keep_out_of_graphs``) nothing they call is compiled either; every other
+        path goes through ``self._slow``.
+        """
+        clock, local, now = self, self._local, time.perf_counter
+
+        def pre(optimizer, args, kwargs) -> None:
+            local.depth += 1
+
+        def exact(optimizer, args, kwargs) -> None:
+            depth = local.depth - 1
+            local.depth = depth if depth > 0 else 0
+            if depth > 0 or clock._broken:
+                return
+            clock._slow(optimizer, True)
+
+        def lean(optimizer, args, kwargs) -> None:
+            if id(optimizer) == clock._sole:
+                session = clock._session
+                n = session.steps + 1
+                if n < session.call_at:  # nothing due at this boundary: count and time it only
+                    session.times.append(now())
+                    session.steps = n
+                    return
+            clock._slow(optimizer, True)
+
+        return pre, exact, lean
+
+    def outer_step(self, obj, inside_range: bool) -> None:
+        """A step that did not come through the optimizer's own post hook: a ``GradScaler.step``
+        (``obj`` is its optimizer) or a wrapper's ``step`` (``obj`` is the wrapper)."""
+        if not self._broken:
+            self._slow(obj, inside_range)
+
+    def enter(self) -> None:
+        self._local.depth += 1
+        if self._mode == LEAN:
+            self._set_hooks(EXACT)  # a scaler or a wrapper: inner steps need the depth
+        self._exact_only = True
+
+    def leave(self) -> int:
+        depth = self._local.depth = max(self._local.depth - 1, 0)
+        return depth
+
+    # -- everything else, off the per-step path --------------------------------------------------
+
+    def _advance(self, obj, inside_range: bool) -> None:
+        """A step the hooks could not count alone: feed it to the iterations and tell the session."""
+        if self._broken:
+            return
+        try:
+            if self._mode == LEAN:
+                self._leave_lean(obj)
+            if not self._looked_for_wrappers:
+                self._looked_for_wrappers = True
+                obj = self._wrapper_of(obj)
+            key = id(obj)
+            ref = self._known.get(key)
+            if ref is None or ref() is not obj:
+                self._track(obj)
+            delta = self._iterations.step(key)
+            session = self._session
+            if session is None:
+                if delta <= 0:
+                    return
+                session = self._session = self._new_session()
+                session.clock_name = "optimizer.step"
+                if session.off:
+                    self._set_hooks(DETACHED)
+                    return
+            for _ in range(delta):
+                session.step_ended(inside_range=inside_range)
+            if delta < 0:
+                session.retract()
+            if self._mode == EXACT and not self._exact_only and self._iterations.sole() == key:
+                self._sole = key  # one optimizer makes every iteration, no wrapper: turn lean
+                self._set_hooks(LEAN)
+        except Exception as exc:  # noqa: BLE001 - the job must never see our failure
+            self._broken = True
+            self._say(f"step clock failed, job goes on unprofiled: {exc!r}")
+
+    def _leave_lean(self, obj) -> None:
+        """A step the lean hook passed on: the sole optimizer at a boundary that acts, or another one.
+
+        While lean only the session counted: the iterations catch up first. Another optimizer
+        while the sole one lives means more than one, and the clock stays exact from now on; one
+        that replaced the sole one after it was freed may turn lean again once it is known.
+        """
+        self._iterations.count = self._session.steps
+        if id(obj) == self._sole:
+            return
+        if self._sole in self._known:
+            self._exact_only = True
+        self._sole = None
+        self._set_hooks(EXACT)
+
+    def _track(self, obj) -> None:
+        """Know an optimizer (or wrapper); forget it when it goes, before its id can be reused."""
+        key = id(obj)
+        iterations, known = self._iterations, self._known
+
+        def gone(_ref, key=key) -> None:
+            known.pop(key, None)
+            iterations.forget(key)
+
+        known[key] = weakref.ref(obj, gone)
+        if len(known) > 1:
+            self._exact_only = True
+
+    def _wrapper_of(self, optimizer):
+        """At the first step: the outermost wrapper on the stack that holds this optimizer and is
+        no Optimizer (Megatron's, DeepSpeed's, Lightning's), which then counts instead of it."""
+        torch = self._torch
+        held = [optimizer]
+        found = optimizer
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_name == "step":
+                owner = frame.f_locals.get("self")
+                if owner is not None and _is_wrapper(owner, held, torch) and self._wrap_step(owner, frame.f_code):
+                    held.append(owner)
+                    found = owner
+            frame = frame.f_back
+        return found
+
+    def _wrap_step(self, owner, code) -> bool:
+        """Wrap the ``step`` of ``owner``'s class that runs ``code``, so every call of it counts."""
+        for klass in type(owner).__mro__:
+            function = vars(klass).get("step")
+            if getattr(function, "__code__", None) is code:
+                if klass not in self._wrapped_classes:
+                    self._wrapped_classes.add(klass)
+                    klass.step = _counting(self, function, lambda args: args[0])
+                self._exact_only = True  # the step running now counts as the wrapper's, here
+                return True
+        return False
+
+    def _set_hooks(self, mode: str) -> None:
+        """Switch modes, possibly from inside a post hook while torch iterates over the post hooks.
+
+        The post hook is replaced in place (same key: the iteration goes on unharmed), or removed
+        only when it is the last one (nothing left to iterate). The pre hooks are not being
+        iterated at that moment, so the pre hook comes and goes freely.
+        """
+        optimizer = importlib.import_module("torch.optim.optimizer")
+        self._mode = mode
+        wants_pre = mode == EXACT
+        if wants_pre and self._pre_handle is None:
+            self._pre_handle = optimizer.register_optimizer_step_pre_hook(self._registered[self._pre_hook])
+        elif not wants_pre and self._pre_handle is not None:
+            self._pre_handle.remove()
+            self._pre_handle = None
+        hooks = self._post_handle.hooks_dict_ref() if self._post_handle is not None else None
+        if hooks is None or self._post_handle.id not in hooks:
+            return
+        if mode != DETACHED:
+            hooks[self._post_handle.id] = self._registered[self._post_hook_now()]
+        elif next(reversed(hooks)) == self._post_handle.id:
+            self._post_handle.remove()
+            self._post_handle = None
+        else:  # another post hook follows ours: step aside without changing the dict's size
+            hooks[self._post_handle.id] = _nothing
+
+    def _keep_out_of_graphs(self, dynamo) -> None:
+        """Once dynamo exists, a compiled training step must neither trace the hooks nor compile what they call.
+
+        ``torch._dynamo.decorators.skip`` marks the hooks themselves: dynamo breaks the graph at
+        them and runs them as they are, at no cost in eager code. The slow path goes through
+        ``torch.compiler.disable``, whose eval-frame switch (about 4 us) it pays only at the few
+        steps it runs. A torch without ``skip`` gets the disabled hooks themselves.
+        """
+        disable = getattr(getattr(self._torch, "compiler", None), "disable", None) or getattr(dynamo, "disable", None)
+        if disable is None:
+            return
+        self._slow = disable(self._advance)
+        skip = getattr(importlib.import_module("torch._dynamo.decorators"), "skip", None)
+        self._skip = skip
+        for wrapper in self._step_wrappers:
+            if skip is not None:
+                skip(wrapper)
+        if skip is not None:
+            for hook in self._registered:
+                skip(hook)
+            return
+        self._registered = {hook: disable(hook) for hook in self._registered}
+        for handle, hook in ((self._pre_handle, self._pre_hook), (self._post_handle, self._post_hook_now())):
+            hooks = handle.hooks_dict_ref() if handle is not None else None
+            if hooks is not None and handle.id in hooks and hook is not None:
+                hooks[handle.id] = self._registered[hook]
+
+    def _post_hook_now(self):
+        return {EXACT: self._exact_hook, LEAN: self._lean_hook}.get(self._mode)
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child (a DataLoader worker, a fork-started trainer) starts counting from nothing."""
+        self._session = None
+        self._iterations = Iterations()
+        self._known = {}
+        self._local.depth = 0
+        self._exact_only = False
+        self._sole = None
+        self._broken = False
+        if self._mode != EXACT:
+            self._set_hooks(EXACT)
+
+
+def _watch_step_returns(clock: OptimizerClock, optimizer_module) -> None:
+    """Give every optimizer's ``step`` a moment after it returns, outside its ``Optimizer.step#`` range.
+
+    torch wraps each optimizer class's ``step`` once, with ``Optimizer.profile_hook_step``, when
+    its first instance is made (after torch is imported, so after this): the wrapper opens the
+    range and runs the hooks inside it. Wrapping what it returns gives a point just outside the
+    range, the safe point for an action a post hook asked for; otherwise it costs one call and a
+    test per step. Like the hooks, it is marked for dynamo to skip (its callee still compiles).
+    """
+    optimizer_class = optimizer_module.Optimizer
+    original = vars(optimizer_class).get("profile_hook_step")
+    inner = getattr(original, "__func__", None)
+    if inner is None or getattr(inner, "_npuprof", False):
+        return
+    points = clock._points
+    import functools
+
+    def profile_hook_step(func):
+        hooked = inner(func)
+
+        @functools.wraps(hooked)
+        def step(*args, **kwargs):
+            out = hooked(*args, **kwargs)
+            if points.waiting:
+                points.after_step()
+            return out
+
+        clock._step_wrappers.append(step)
+        skip = getattr(clock, "_skip", None)
+        if skip is not None:
+            skip(step)
+        return step
+
+    profile_hook_step._npuprof = True
+    optimizer_class.profile_hook_step = staticmethod(profile_hook_step)
+
+
+def _nothing(optimizer, args, kwargs) -> None:
+    """A post hook that does nothing: what the clock leaves where it could not remove its own."""
+
+
+def _is_wrapper(owner, held: list, torch) -> bool:
+    """An object that wraps one of ``held``: no Optimizer, no Module, named as an optimizer."""
+    if isinstance(owner, (torch.optim.Optimizer, torch.nn.Module)) or any(owner is h for h in held):
+        return False
+    if "optim" not in type(owner).__name__.lower():
+        return False
+    try:
+        values = list(vars(owner).values())
+    except TypeError:
+        return False
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        if any(item is h for item in items for h in held):
+            return True
+    return False
+
+
+def _counting(clock: OptimizerClock, step, key_of):
+    """``step`` wrapped so that each outermost call counts one step of ``key_of(args)``, even one
+    that never reaches an optimizer (a skipped step); nested steps inside it are not counted."""
+    import functools
+
+    @functools.wraps(step)
+    def counted(*args, **kwargs):
+        clock.enter()
+        try:
+            return step(*args, **kwargs)
+        finally:
+            if clock.leave() == 0:
+                clock.outer_step(key_of(args), inside_range=False)
+
+    counted._npuprof_counted = True
+    return counted
+
+
+def _watch_grad_scalers(clock: OptimizerClock) -> None:
+    """Wrap the ``step`` of every GradScaler class when its first instance is made.
+
+    ``torch.amp.GradScaler`` (torch >= 2.3; ``torch.cuda.amp.GradScaler`` before) is the base;
+    torch_npu's GradScaler and a job's own subclass may override ``step``. Patching ``__init__``
+    finds each class in use, whatever imported it and when.
+    """
+    base = _grad_scaler_base(clock._torch)
+    if base is None or getattr(base.__init__, "_npuprof_counted", False):
+        return
+    import functools
+
+    init = base.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        try:
+            for klass in type(self).__mro__:
+                step = vars(klass).get("step")
+                if step is not None and not getattr(step, "_npuprof_counted", False):
+                    klass.step = _counting(clock, step, lambda args: args[1] if len(args) > 1 else args[0])
+        except Exception as exc:  # noqa: BLE001 - a scaler must work whatever happens to us
+            clock._say(f"GradScaler steps are not counted: {exc!r}")
+
+    __init__._npuprof_counted = True
+    base.__init__ = __init__
+
+
+def _grad_scaler_base(torch_module):
+    for path in ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler"):
+        try:
+            module = importlib.import_module(path)
+        except ImportError:
+            continue
+        base = getattr(module, "GradScaler", None)
+        if isinstance(base, type):
+            while base.__base__ is not object and base.__base__.__name__ == "GradScaler":
+                base = base.__base__
+            return base
+    return None
+
+
+class CallClock:
+    """Counts the calls of one declared function: one step per outermost call on one thread.
+
+    A profiler must start, step and stop on one thread: Kineto keeps its state per thread, and a
+    profiler started on one thread and stepped or stopped on another, or left running when its
+    thread ended, crashed the process (segfault at exit, torch 2.13). So the steps are the calls
+    of the first thread to call the function; calls on other threads run untouched (one made
+    while a call is in flight on the owner thread is part of that step anyway). A window over
+    several calls starts only on the main thread, which outlives every window; range mode's
+    one-call windows start on any thread.
+    """
+
+    def __init__(self, *, declared, new_session, say) -> None:
+        self.declared = declared
+        self._new_session = new_session
+        self._say = say
+        self.session = None
+        self.passive = False
+        self._lock = threading.Lock()
+        self._owner = None
+        self._owner_name = ""
+        self._main = threading.main_thread()
+        self._noted_threads = False
+        self._busy = False
+        self._depth = 0
+
+    def call(self, wrapped, args, kwargs):
+        """The wrapper declared.py puts around the function: the call itself goes untouched."""
+        if self.passive or self._busy or not self.claims_this_thread():
+            return wrapped(*args, **kwargs)
+        label = self.enter()
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            self.exit(label)
+
+    def claims_this_thread(self) -> bool:
+        thread = threading.current_thread()  # an object, not an id: a new thread may reuse an old one's id
+        if self._owner is None:
+            with self._lock:
+                if self._owner is None:
+                    self._owner = thread
+                    self._owner_name = thread.name
+        if thread is self._owner:
+            return True
+        if self._depth == 0 and not self._noted_threads and self.session is not None:
+            self._noted_threads = True
+            self.session.note_warning(
+                f"{self.declared.describe()}: calls on other threads than {self._owner_name}, the first to call it, "
+                "run unprofiled and are not counted (a profiler starts, steps and stops on one thread)"
+            )
+        return False
+
+    def enter(self):
+        """A call begins on the owner thread; the outermost begins a step. Returns its open timeline label."""
+        self._depth += 1
+        if self._depth > 1 or self.passive:
+            return None
+        self._busy = True  # our own code calling the function (a status write, a profiler) is not a step
+        try:
+            return self._begin_step()
+        except Exception as exc:  # noqa: BLE001 - the job must never see our failure
+            self._break(exc)
+        finally:
+            self._busy = False
+        return None
+
+    def _begin_step(self):
+        session = self.session
+        if session is None:
+            session = self.session = self._new_session(self.declared)
+            session.clock_name = self.declared.describe()
+            session.target = self.declared.target
+            if session.off:
+                self.passive = True
+                return None
+        may_start = session.config.range or self._owner is self._main
+        if not may_start and not session.warned_thread:
+            session.warned_thread = True
+            session.note_warning(
+                f"{self.declared.describe()}: its calls run on {self._owner_name}, not on the main thread: a window "
+                "over several calls is only started on the main thread (a profiler left running when its thread "
+                "ends crashes the process at exit), so none was; --range records single calls on any thread"
+            )
+        return session.step_began(label=self.declared.label(), may_start=may_start)
+
+    def exit(self, label) -> None:
+        """A call on the owner thread returns (or raises); the outermost ends the step."""
+        self._depth = max(self._depth - 1, 0)  # a call in flight when a child was forked ends there too
+        if self._depth > 0 or self.passive or self.session is None:
+            return
+        self._busy = True
+        try:
+            self.session.step_ended(inside_range=False, label=label)
+        except Exception as exc:  # noqa: BLE001
+            self._break(exc)
+        finally:
+            self._busy = False
+
+    def _break(self, exc: BaseException) -> None:
+        self.passive = True
+        self._say(f"{self.declared.describe()}: step clock failed, job goes on unprofiled: {exc!r}")
+
+    def after_fork(self) -> None:
+        """In a forked child: start from nothing; the parent's locks and sessions are not ours."""
+        self._lock = threading.Lock()
+        self._main = threading.main_thread()
+        self._owner = None
+        self._busy = False
+        self._depth = 0
+        self.session = None

@@ -1,0 +1,140 @@
+"""The status record: what the chain did in one process, kept on disk as it happens.
+
+One JSON file per process (and stage) under ``OUT/npuprof_status/``, written by the session at
+its creation, at every window edge, every few seconds while it counts, and at its end, each time
+whole (files.write_json). The report, ``--check``, ``--trigger`` and the tests read it through
+``read_all``, which fills in what an older record lacks; ``FIELDS`` is the one schema.
+
+A record whose ``ended`` is still empty belongs to a process that is running, or that ended
+without its exit handlers (``os._exit`` done elsewhere, SIGKILL, an out-of-memory kill): its
+counts are then the last ones written, at most a few seconds old.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+
+from npuprof_launch import files, names
+
+
+class State(str, enum.Enum):
+    """Where a process's profiling stands (the value is what the record holds)."""
+
+    WAITING = "waiting"  # counting steps; a window lies ahead (or, on demand, may be asked for)
+    RUNNING = "running"  # a window records
+    DONE = "done"  # every window is saved; only counting
+    FAILED = "failed"  # the profiler failed; only counting
+    OFF = "off"  # this process does not profile: --ranks, bad options, another profiler owns it
+
+
+#: How a process ended, in ``ended``.
+ENDED_EXIT = "exit"  # the interpreter's exit handlers ran
+ENDED_EXEC = "exec"  # it replaced itself with os.exec*: a new record follows under the same pid
+ENDED_FAST = "os._exit"  # it left through os._exit (every fork-started multiprocessing child does)
+ENDED_SIGNAL = "signal"  # a signal ended it (SIGTERM flushed the window first)
+
+#: Every field, with the value a record that lacks it is read with.
+FIELDS: dict[str, object] = {
+    "host": None,
+    "pid": None,
+    "rank": None,
+    #: Where the rank came from: torch.distributed, a launcher's variable (RANK, ...), or None.
+    "rank_source": None,
+    "worker": None,
+    "run_id": "",
+    "argv": [],
+    "state": State.WAITING.value,
+    "clock": "",
+    "target": None,
+    "stage": None,
+    "range": False,
+    "on_demand": False,
+    "requests": [],
+    "backend": None,
+    "options": {},
+    "steps": 0,
+    "mean_step_s": None,
+    "window_steps": None,
+    #: Each window: first_step and last_step in the job's numbering (the whole steps recorded),
+    #: complete, traces (paths relative to the output directory).
+    "windows": [],
+    "schedule_steps": 0,
+    "windows_planned": 0,
+    "windows_completed": 0,
+    "partial_traces": 0,
+    "traces": [],
+    "warnings": [],
+    "errors": [],
+    "declined": None,
+    #: The whole-run step times file, relative to the output directory (None when off).
+    "step_times": None,
+    "started_ns": 0,
+    "updated_ns": 0,
+    #: How the process ended (ENDED_*), or None while it runs or when it ended without its handlers.
+    "ended": None,
+}
+
+
+def write(path: str, record: dict) -> None:
+    """Write a record whole; its fields must be exactly the schema's."""
+    unknown = set(record) - set(FIELDS)
+    missing = set(FIELDS) - set(record)
+    if unknown or missing:
+        raise ValueError(f"status record fields off the schema: unknown {sorted(unknown)}, missing {sorted(missing)}")
+    files.write_json(path, record)
+
+
+def normalized(raw: dict) -> dict:
+    """A record as read, with every field of the schema (an older record lacks some)."""
+    record = {name: _copy(default) for name, default in FIELDS.items()}
+    record.update(raw)
+    return record
+
+
+def read_all(status_dir: str) -> list[dict]:
+    """Every status record in ``status_dir``, normalized; an unreadable one comes back as
+    ``{"file": NAME, "unreadable": REASON}``."""
+    import json
+
+    records = []
+    try:
+        entries = sorted(os.listdir(status_dir))
+    except OSError:
+        return records
+    for entry in entries:
+        if not entry.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(status_dir, entry)) as handle:
+                raw = json.load(handle)
+            if not isinstance(raw, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            records.append({"file": entry, "unreadable": str(exc)})
+            continue
+        record = normalized(raw)
+        record["file"] = entry
+        records.append(record)
+    return records
+
+
+def read_dir(output_dir: str) -> list[dict]:
+    return read_all(names.status_dir(output_dir))
+
+
+def alive_here(record: dict) -> bool:
+    """Whether the record's process still runs on this host (a record may be read mid-run)."""
+    if record.get("host") != names.host() or not isinstance(record.get("pid"), int):
+        return False
+    try:
+        os.kill(record["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _copy(value):
+    return list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
