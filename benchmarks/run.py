@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from npuprof_launch import cli, deliverables, names, options
+from npuprof_launch import deliverables, launch, names, options
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "job.py")
@@ -91,7 +91,7 @@ def tool_env(output_dir: str, **given: object) -> dict[str, str]:
     config, problems = options.resolve({name.replace("_", "-"): str(v) for name, v in given.items()}, {})
     if problems:
         raise ValueError("; ".join(problems))
-    return cli.job_environment(config, base_env(), output_dir, run_id="benchmark")
+    return launch.job_environment(config, base_env(), output_dir, run_id="benchmark")
 
 
 def rounds_of(arms: dict[str, object], rounds: int, run) -> dict[str, list]:
@@ -141,7 +141,7 @@ class Bench:
         """
         out = self.scratch("startup_out")
         off = base_env()
-        off["PYTHONPATH"] = cli.HOOK_DIR
+        off["PYTHONPATH"] = launch.HOOK_DIR
         arms = {"bare": base_env(), "on": tool_env(out), "off": off}
         argv = [PYTHON, "-c", "pass"]
         for env in arms.values():

@@ -1,28 +1,22 @@
-"""``npuprof-run``: prepare the environment, run the job as given, report what was collected.
+"""``npuprof-run``: the command line and its modes.
 
-The launcher never profiles anything itself. It resolves the options (flags over ``NPU_PROF_*``
-variables over defaults, all from the one table in options.py), refuses a bad configuration
-before starting (exit 2), runs the command as an argument vector (no shell) with the hook
-directory first on ``PYTHONPATH``, forwards SIGTERM/SIGHUP/SIGUSR1/SIGUSR2, and exits with the
-job's status (128+N when it died of signal N).
+It resolves the options (flags over ``NPU_PROF_*`` variables over defaults, all from the one
+table in options.py), refuses a bad configuration or an argument it would not use before
+starting anything (exit 2, one ``npuprof:`` line), then runs the job (launch.py) and reports
+what was collected (report.py), or does what a mode asks: ``--print-env``, ``--check``,
+``--trigger``, ``--analyse DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shlex
-import shutil
-import signal
-import subprocess
 import sys
 import time
 
 import npuprof_launch
-from npuprof_launch import names, options, report
+from npuprof_launch import launch, names, options, report, summary
 
-HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(npuprof_launch.__file__)), "sitecustomize_pkg")
-FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 USAGE_ERROR = 2
 TRIGGER_TIMEOUT = 30.0
 
@@ -39,6 +33,14 @@ ANALYSE = "analyse"
 
 class UsageError(Exception):
     """A problem found before starting: printed as one ``npuprof:`` line, exit status 2."""
+
+
+#: The options each mode uses; any other option given with it is refused, never ignored.
+MODE_OPTIONS = {
+    "--check": (),
+    "--trigger": ("active", "warmup", "wait", "ranks"),
+    "--analyse DIR": ("export-type",),
+}
 
 
 class _AnalyseAction(argparse.Action):
@@ -72,13 +74,29 @@ def _add_analyse(group, option: options.Option, text: str) -> None:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, our prefix, exit 2
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix):
+            message = "; ".join(self._did_you_mean(word) for word in message[len(prefix) :].split())
         raise UsageError(message)
+
+    def _did_you_mean(self, word: str) -> str:
+        """``--activ`` -> "unknown option --activ: did you mean --active?" (flags are never abbreviated)."""
+        import difflib
+
+        flag = word.split("=", 1)[0]
+        if not flag.startswith("-"):
+            return f"unexpected argument {word!r}: the job's command goes after --"
+        known = [option for action in self._actions for option in action.option_strings]
+        near = difflib.get_close_matches(flag, known, n=2, cutoff=0.6)
+        hint = f": did you mean {' or '.join(near)}?" if near else f" (see {self.prog} --help)"
+        return f"unknown option {flag}{hint}"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser, generated from the options table: each option shows its variable and default."""
     parser = _Parser(
         prog="npuprof-run",
+        allow_abbrev=False,
         usage="npuprof-run [OPTIONS] -- COMMAND [ARG ...]\n"
         "       npuprof-run --print-env [OPTIONS]\n"
         "       npuprof-run --check DIR [--json]\n"
@@ -97,7 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="print export lines that make an existing launch script behave as this prefix",
     )
     modes.add_argument("--check", metavar="DIR", help="validate collected data in DIR; exit 0 only if complete")
-    modes.add_argument("--json", action="store_true", help="with --check: print the report as JSON")
+    modes.add_argument("--json", action="store_true", default=None, help="with --check: print the report as JSON")
+    modes.add_argument(
+        "--verbose", action="store_true", default=None, help="with --check: a row for every process, not the first few"
+    )
     modes.add_argument(
         "--trigger",
         metavar="DIR",
@@ -108,10 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout",
         metavar="S",
         type=float,
-        default=TRIGGER_TIMEOUT,
+        default=None,
         help=f"with --trigger: seconds to wait for a process to take the request (default {TRIGGER_TIMEOUT:g})",
     )
-    modes.add_argument("--version", action="version", version=f"npuprof-launch {npuprof_launch.__version__}")
+    modes.add_argument("-V", "--version", action="version", version=f"npuprof-launch {npuprof_launch.__version__}")
     groups = {}
     for option in options.OPTIONS:
         group = groups.get(option.group)
@@ -155,92 +176,6 @@ def resolve_config(namespace: argparse.Namespace, environ) -> options.Config:
     return config
 
 
-def job_environment(config: options.Config, environ, output_dir: str, run_id: str) -> dict[str, str]:
-    """The job's environment: the user's, plus the resolved options, the switch and the hook path."""
-    env = dict(environ)
-    env.update(config.to_env())
-    env[options.BY_NAME["output-dir"].env] = output_dir
-    env[options.ENABLE_VAR] = "1"
-    env[names.RUN_ID_VAR] = run_id
-    env["PYTHONPATH"] = hook_pythonpath(environ.get("PYTHONPATH", ""))
-    return env
-
-
-def hook_pythonpath(current: str) -> str:
-    """The hook directory first, the user's own entries kept in order (an empty entry means cwd: kept)."""
-    if not current:
-        return HOOK_DIR
-    entries = [entry for entry in current.split(os.pathsep) if not entry or os.path.abspath(entry) != HOOK_DIR]
-    return os.pathsep.join([HOOK_DIR, *entries])
-
-
-def print_env(config: options.Config, environ) -> str:
-    """Export lines for an existing launch script: what the prefix would export, as few lines as that takes.
-
-    An option at its default is left out, unless its variable is set in this environment: the
-    script would inherit that value, where the prefix exports the resolved one (flags win).
-    """
-    lines = [
-        f"export {options.ENABLE_VAR}=1",
-        f'export PYTHONPATH={shlex.quote(HOOK_DIR)}"${{PYTHONPATH:+:$PYTHONPATH}}"',
-    ]
-    for option in options.OPTIONS:
-        value = config.get(option.name)
-        if option.name == "output-dir":
-            value = os.path.abspath(value)
-        elif (value == option.default or value is None) and not environ.get(option.env):
-            continue
-        lines.append(f"export {option.env}={shlex.quote(option.format(value))}")
-    return "\n".join(lines)
-
-
-def prepare_output_dir(path: str) -> str:
-    """Create the output directory (and its status folder) now, or refuse to start."""
-    from npuprof_launch import files
-
-    absolute = os.path.abspath(path)
-    try:
-        files.make_dirs(names.status_dir(absolute))
-    except OSError as exc:
-        raise UsageError(f"--output-dir {path!r}: cannot be created ({exc.strerror or exc})") from None
-    if not os.access(names.status_dir(absolute), os.W_OK | os.X_OK):
-        raise UsageError(f"--output-dir {path!r}: not writable by this user")
-    return absolute
-
-
-def find_command(command: list[str]) -> list[str]:
-    if not command:
-        raise UsageError("no command given: npuprof-run [OPTIONS] -- COMMAND [ARG ...]")
-    program = command[0]
-    if os.sep in program:
-        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
-            raise UsageError(f"command {program!r}: not an executable file")
-    elif shutil.which(program) is None:
-        raise UsageError(f"command {program!r}: not found on PATH")
-    return command
-
-
-def run_job(command: list[str], env: dict[str, str]) -> int:
-    """Run the command, forward signals to it, and return its exit status the shell's way."""
-    child = subprocess.Popen(command, env=env)
-
-    def forward(signum, frame):
-        try:
-            child.send_signal(signum)
-        except ProcessLookupError:
-            pass
-
-    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
-    # The terminal sends SIGINT to the whole process group: the job gets its own; we wait for it.
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        returncode = child.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return 128 - returncode if returncode < 0 else returncode
-
-
 def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
     if "--" in argv:
         index = argv.index("--")
@@ -248,36 +183,107 @@ def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
+def check_mode_arguments(namespace: argparse.Namespace, command: list[str]) -> str | None:
+    """The mode asked for (None: run a job), after refusing every argument it would not use."""
+    chosen = [
+        name
+        for name, value in (
+            ("--print-env", namespace.print_env),
+            ("--check", namespace.check),
+            ("--trigger", namespace.trigger),
+            ("--analyse DIR", namespace.analyse_dir),
+        )
+        if value
+    ]
+    if len(chosen) > 1:
+        raise UsageError(f"{' and '.join(chosen)} are separate modes: use one at a time")
+    mode = chosen[0] if chosen else None
+    if namespace.json and mode != "--check":
+        raise UsageError("--json goes with --check DIR: npuprof-run --check DIR --json")
+    if namespace.verbose and mode != "--check":
+        raise UsageError("--verbose goes with --check DIR: npuprof-run --check DIR --verbose")
+    if namespace.timeout is not None and mode != "--trigger":
+        raise UsageError("--timeout goes with --trigger DIR")
+    if mode is None:
+        return None
+    if command:
+        runs_nothing = {
+            "--print-env": "prints export lines for a launch script and runs no command: put "
+            '`eval "$(npuprof-run --print-env ...)"` on the line before the command in the script',
+        }.get(mode, "runs no command")
+        raise UsageError(
+            f"{mode} {runs_nothing}; the command after -- ({' '.join(command)}) would be ignored. "
+            "To profile it: npuprof-run [OPTIONS] -- COMMAND"
+        )
+    if mode in MODE_OPTIONS:
+        unused = [options.BY_NAME[name].flag for name in given_options(namespace) if name not in MODE_OPTIONS[mode]]
+        if unused:
+            uses = ", ".join(options.BY_NAME[n].flag for n in MODE_OPTIONS[mode]) or "no profiling option"
+            raise UsageError(f"{', '.join(unused)}: not used by {mode} (it takes {uses})")
+    return mode
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ours, command = split_command(argv)
     try:
         namespace = build_parser().parse_args(ours)
+        if namespace.command and command:
+            raise UsageError(f"unexpected argument {namespace.command[0]!r} before --: the job's command goes after --")
         command = command or namespace.command
-        if namespace.check:
-            return check(namespace.check, namespace.json)
-        if namespace.trigger:
-            return trigger(namespace.trigger, resolve_config(namespace, os.environ), namespace.timeout)
-        if namespace.analyse_dir is not None:
-            return analyse(namespace.analyse_dir, namespace, command)
+        mode = check_mode_arguments(namespace, command)
+        if mode == "--check":
+            return check(namespace.check, bool(namespace.json), bool(namespace.verbose))
+        if mode == "--trigger":
+            timeout = TRIGGER_TIMEOUT if namespace.timeout is None else namespace.timeout
+            return trigger(namespace.trigger, resolve_config(namespace, os.environ), timeout)
+        if mode == "--analyse DIR":
+            return analyse(namespace.analyse_dir, namespace)
+        if mode == "--print-env":
+            return print_env(namespace)
         config = resolve_config(namespace, os.environ)
-        if namespace.print_env:
-            print(print_env(config, os.environ))
-            return 0
-        command = find_command(command)
-        output_dir = prepare_output_dir(config.output_dir)
-    except UsageError as exc:
+        command = launch.find_command(command)
+        output_dir = launch.prepare_output_dir(config.output_dir)
+    except (UsageError, launch.Refused) as exc:
         for line in str(exc).splitlines():
-            sys.stderr.write(f"npuprof: {line}\n")
+            names.say(line)
         return USAGE_ERROR
     # Inside another npuprof-run, keep its run: both launchers then report the same processes.
-    run_id = os.environ.get(names.RUN_ID_VAR) or f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    status = run_job(command, job_environment(config, os.environ, output_dir, run_id))
+    run_id = os.environ.get(names.RUN_ID_VAR) or launch.new_run_id()
+    outcome = launch.run(command, launch.job_environment(config, os.environ, output_dir, run_id))
     try:
-        sys.stderr.write(report.format_table(report.build(output_dir, run_id)) + "\n")
+        launch.write_run(output_dir, run_id, command, outcome)
+        result = report.build(output_dir, run_id)
+        result["html"] = write_html(result)
+        sys.stderr.write(summary.format_table(result) + "\n")
     except Exception as exc:  # noqa: BLE001 - the job's status matters more than our summary
-        sys.stderr.write(f"npuprof: could not build the report: {exc!r}\n")
-    return status
+        names.say(f"could not build the report: {exc!r}")
+    return outcome["status"]
+
+
+def write_html(result: dict) -> str | None:
+    """The page of the run (htmlreport.py); its failure is one line, never the run's."""
+    try:
+        from npuprof_launch import htmlreport
+
+        return htmlreport.write(result)
+    except Exception as exc:  # noqa: BLE001 - the page is never worth the run's report
+        names.say(f"could not write the HTML report: {exc!r}")
+        return None
+
+
+def print_env(namespace: argparse.Namespace) -> int:
+    """``--print-env``: export lines; a refusal is printed as shell that ends the script (see launch.py)."""
+    try:
+        config = resolve_config(namespace, os.environ)
+    except UsageError as exc:
+        for line in str(exc).splitlines():
+            names.say(line)
+        if not sys.stdout.isatty():
+            print(launch.refusal_for_eval(str(exc)))
+        return USAGE_ERROR
+    print(launch.export_lines(config, os.environ))
+    return 0
 
 
 def trigger(directory: str, config: options.Config, timeout: float) -> int:
@@ -309,23 +315,31 @@ def trigger(directory: str, config: options.Config, timeout: float) -> int:
     return 0
 
 
-def check(directory: str, as_json: bool) -> int:
+def check(directory: str, as_json: bool, verbose: bool = False) -> int:
     """``--check DIR``: the report of everything in DIR; exit 0 only when it passed."""
     import json
 
     if not os.path.isdir(directory):
-        sys.stderr.write(f"npuprof: --check {directory!r}: not a directory\n")
+        names.say(f"--check {directory!r}: not a directory")
         return USAGE_ERROR
+    if not os.path.isdir(names.status_dir(directory)):
+        what = "an empty directory" if not os.listdir(directory) else "a directory with no npuprof output in it"
+        names.say(
+            f"--check {directory!r}: {what} (no {names.STATUS_DIR}/ folder); give the --output-dir of a run "
+            f"(default {names.DEFAULT_OUTPUT_DIR})"
+        )
+        return 1
     result = report.build(directory)
+    result["html"] = write_html(result)
     if as_json:
         print(json.dumps(result, indent=1))
     else:
-        print(report.format_table(result))
-        print("npuprof: check " + ("passed" if result["passed"] else "FAILED"))
+        print(summary.format_table(result, verbose=verbose))
+        print(f"{names.VOICE} check " + ("passed" if result["passed"] else "FAILED"))
     return 0 if result["passed"] else 1
 
 
-def analyse(directory: str, namespace: argparse.Namespace, command: list[str]) -> int:
+def analyse(directory: str, namespace: argparse.Namespace) -> int:
     """``--analyse DIR``: parse raw torch_npu data offline, then check it; exit 0 only when complete.
 
     For ``--no-analyse`` runs and for jobs killed before their data was parsed. torch_npu's
@@ -334,11 +348,6 @@ def analyse(directory: str, namespace: argparse.Namespace, command: list[str]) -
     from npuprof_launch import deliverables
     from npuprof_launch.backends import npu
 
-    if command:
-        raise UsageError(
-            f"--analyse {directory} parses DIR offline and runs no command; to parse each window of a job, "
-            "put the job after --: npuprof-run --analyse -- COMMAND"
-        )
     if not os.path.isdir(directory):
         raise UsageError(f"--analyse {directory!r}: not a directory")
     sessions = deliverables.ascend_dirs(directory)

@@ -18,6 +18,7 @@ The job's profiler always wins: it is the user's, and the job must run as it wou
 from __future__ import annotations
 
 import functools
+import sys
 import weakref
 
 #: The job's own profilers between their prepare or start and their exit (strong references: one
@@ -52,9 +53,10 @@ def job_profiler_active() -> bool:
     """True while a profiler of the job (not npuprof's) is prepared or recording in this process."""
     if _active:
         return True
+    torch = sys.modules.get("torch")  # no torch imported: no profiler of the job's can run
+    if torch is None:
+        return False
     try:
-        import torch
-
         return bool(torch._C._autograd._profiler_enabled())
     except Exception:  # noqa: BLE001 - a torch without this query: rely on the watch alone
         return False

@@ -21,6 +21,12 @@ STEP_PREFIX = "ProfilerStep#"
 # The Ascend layout (reference/torch_npu_profiler.md section 3): names and columns as torch_npu writes them.
 PROFILER_INFO_PREFIX = "profiler_info"
 ASCEND_OUTPUT = "ASCEND_PROFILER_OUTPUT"
+#: torch_npu writes it into ASCEND_PROFILER_OUTPUT/ when a parse ends (2.7.1.post11, 2.8.0.post5,
+#: 2.9.0.post9, 2.10 and later), whether the parse succeeded or not: "finished", not "complete".
+ANALYSE_DONE = "analyse.done"
+#: torch_npu's parse workers log here, inside the session directory (2.1.0.post17, 2.6 and later).
+NPU_LOG_DIR = "logs"
+NPU_LOG_ERROR = "] [ERROR] ["
 TRACE_VIEW = "trace_view.json"
 KERNEL_DETAILS = "kernel_details.csv"
 OP_STATISTIC = "op_statistic.csv"
@@ -37,6 +43,11 @@ DB_DEVICE_TABLE = "NPU_INFO"
 DB_MAIN_TABLES = ("PYTORCH_API", "CANN_API", "TASK", "COMPUTE_TASK_INFO")
 
 
+#: Collective communication on a torch timeline, by backend: gloo's and NCCL's ranges on the CPU
+#: ("gloo:all_reduce", "nccl:all_reduce"), NCCL's kernels, HCCL's ops on an NPU ("hcom_allReduce_").
+COLLECTIVE_MARKS = ("gloo:", "nccl:", "ncclDevKernel", "ncclKernel", "hcom_", "Hccl")
+
+
 class TraceSummary:
     """What one torch trace holds, as far as the report cares."""
 
@@ -46,6 +57,8 @@ class TraceSummary:
         self.step_names: list[str] = []
         self.step_durations_us: list[float] = []
         self.self_time_us: dict[str, float] = {}
+        #: Time in collectives, overlapping ranges of one thread counted once.
+        self.collective_us = 0.0
         self.events = 0
 
 
@@ -66,8 +79,15 @@ def _collector_paused():
             gc.enable()
 
 
+def open_trace(path: str):
+    """A torch trace for reading, plain or gzip (``--gzip``: ``.pt.trace.json.gz``)."""
+    import gzip
+
+    return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
+
+
 def load_trace_events(path: str) -> list:
-    with open(path) as handle, _collector_paused():
+    with open_trace(path) as handle, _collector_paused():
         data = json.load(handle)
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
@@ -89,12 +109,17 @@ def _summarize_torch_trace(path: str) -> TraceSummary:
         summary.problems.append(f"{path}: not a readable Chrome trace ({exc})")
         return summary
     spans = []
+    collectives = []
     steps_seen: set[str] = set()
     for event in events:
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
         summary.events += 1
         name = str(event.get("name", ""))
+        if name.startswith(COLLECTIVE_MARKS) or any(mark in name for mark in COLLECTIVE_MARKS[2:]):
+            collectives.append(
+                (str(event.get("pid")), str(event.get("tid")), float(event.get("ts", 0)), float(event.get("dur", 0)))
+            )
         if name.startswith(STEP_PREFIX):
             if str(event.get("cat", "")).startswith("gpu_") or name in steps_seen:
                 continue  # a CUDA trace repeats each step on the GPU's timeline: one step, not two
@@ -106,6 +131,7 @@ def _summarize_torch_trace(path: str) -> TraceSummary:
                 (event.get("pid"), event.get("tid"), float(event.get("ts", 0)), float(event.get("dur", 0)), name)
             )
     summary.self_time_us = _self_times(spans)
+    summary.collective_us = _covered(collectives)
     if summary.events == 0:
         summary.problems.append(f"{path}: the trace holds no events")
     elif not summary.step_names:
@@ -129,6 +155,23 @@ def _self_times(spans: list) -> dict[str, float]:
         stack.append([ts + dur, name, dur])
     _close(stack, float("inf"), totals)
     return totals
+
+
+def _covered(spans: list) -> float:
+    """The time covered by ``(pid, tid, ts, dur)`` spans, each thread's overlaps counted once."""
+    total = 0.0
+    end = None
+    thread = None
+    for pid, tid, ts, dur in sorted(spans):
+        if (pid, tid) != thread:
+            thread, end = (pid, tid), None
+        if end is None or ts >= end:
+            total += dur
+            end = ts + dur
+        elif ts + dur > end:
+            total += ts + dur - end
+            end = ts + dur
+    return total
 
 
 def _close(stack: list, ts: float, totals: dict[str, float]) -> None:
@@ -293,6 +336,35 @@ def _check_db_file(path: str, traced_npu: bool) -> list[str]:
     if not filled.intersection(DB_MAIN_TABLES):
         problems.append(f"{path}: none of the tables {', '.join(DB_MAIN_TABLES)} holds a row")
     return problems
+
+
+def parsed_enough(path: str) -> bool:
+    """Whether a session directory has every deliverable its export asked for (releases before
+    ``analyse.done``: what an async parse is waited for)."""
+    return not check_ascend_dir(path, recorded_export_types(path))
+
+
+def npu_log_errors(path: str, limit: int = 20) -> list[str]:
+    """The ``[ERROR]`` lines torch_npu's parse logged in a session directory, the first ``limit``."""
+    found: list[str] = []
+    folder = os.path.join(path, NPU_LOG_DIR)
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.endswith(".log"):
+            continue
+        try:
+            with open(os.path.join(folder, entry), errors="replace") as handle:
+                for line in handle:
+                    if NPU_LOG_ERROR in line:
+                        found.append(line.strip()[:300])
+                        if len(found) >= limit:
+                            return found
+        except OSError:
+            continue
+    return found
 
 
 def npu_operator_totals(path: str) -> dict[str, float]:

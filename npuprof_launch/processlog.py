@@ -16,6 +16,9 @@ from npuprof_launch import files, names
 
 LOADED = "loaded"
 IDLE = "idle"
+#: Written by sitecustomize.py itself (it cannot import this module): an interpreter that found the
+#: hook but has no npuprof_launch installed.
+NO_PACKAGE = "no_package"
 
 
 def log_loaded(environ=os.environ) -> None:

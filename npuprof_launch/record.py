@@ -69,6 +69,8 @@ FIELDS: dict[str, object] = {
     "declined": None,
     #: The whole-run step times file, relative to the output directory (None when off).
     "step_times": None,
+    #: jobview.rank_stats of the whole run, written at the process's end (None before, or when killed).
+    "step_stats": None,
     "started_ns": 0,
     "updated_ns": 0,
     #: How the process ended (ENDED_*), or None while it runs or when it ended without its handlers.

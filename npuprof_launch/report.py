@@ -1,146 +1,346 @@
-"""From the status records and the files on disk to a verdict: what was collected, what broke.
+"""From the records, the process log, the launcher's account and the files to a verdict.
 
-The same facts feed the launcher's end-of-run table (stderr) and ``npuprof-run --check DIR
+The same facts feed the launcher's end-of-run summary (summary.py) and ``npuprof-run --check DIR
 --json`` (DESIGN.md section 4). ``passed`` is true only when every process meant to profile
 completed its windows and each of its deliverables exists and parses.
+
+When the chain breaks, the report gives the reason of what broke first, and no advice that does
+not apply: the command could not start; no Python process loaded the hook; the hook loaded but
+no process imported torch; the job failed (exit status, signal) before the schedule completed;
+no step was seen; a declared function was never imported, not found, never called, or called on
+the wrong thread; the job was interrupted. Schedule advice ("run more steps") comes only when
+the job ended normally and really ran short of steps.
 """
 
 from __future__ import annotations
 
 import os
 
-from npuprof_launch import deliverables, names, options, processlog
-from npuprof_launch.record import read_dir
+from npuprof_launch import deliverables, jobview, launch, names, options, processlog
+from npuprof_launch.record import ENDED_EXEC, alive_here, read_dir
 from npuprof_launch.schedule import Schedule
 
-#: Ranks whose mean step time exceeds the fastest by more than this are flagged.
-SLOW_RANK_RATIO = 1.10
 TOP_OPERATORS = 5
 
+#: Why a Python process may not load the hook, for the report's first reason.
+NO_HOOK_CAUSES = (
+    "a launch script that replaces PYTHONPATH (keep it: PYTHONPATH=/somewhere:$PYTHONPATH), `env -i`, "
+    "`python -I`, `-E` or `-S` (they ignore PYTHONPATH or skip site), or an interpreter without npuprof_launch"
+)
+PYTHON_FLAGS_WITHOUT_HOOK = {"-I": "isolated mode", "-E": "ignores PYTHON* variables", "-S": "skips site"}
 
-def _schedule_formula(options: dict) -> str:
-    return Schedule(
-        skip_first=options["skip-first"],
-        wait=options["wait"],
-        warmup=options["warmup"],
-        active=options["active"],
-        repeat=options["repeat"],
-    ).formula()
+
+def build(output_dir: str, run_id: str | None = None) -> dict:
+    """The report of everything under ``output_dir`` (only run ``run_id``'s processes, if given)."""
+    output_dir = os.path.abspath(output_dir)
+    runs = launch.read_runs(output_dir)
+    run = runs.get(run_id) if run_id else (list(runs.values())[-1] if len(runs) == 1 else None)
+    records = [r for r in read_dir(output_dir) if not run_id or r.get("run_id") == run_id]
+    log = processlog.read(output_dir, run_id)
+    problems: list[tuple[int | None, str]] = []
+    findings: list[str] = []
+    processes, excluded, declined, replaced = [], [], [], []
+    for record in records:
+        if "unreadable" in record:
+            problems.append((None, f"status record {record['file']} is unreadable: {record['unreadable']}"))
+        elif record.get("ended") == ENDED_EXEC:
+            replaced.append(record)
+        elif record.get("declined"):
+            declined.append(record)
+            problems.append((record.get("rank"), f"{_label(record)}: not profiled: {record['declined']}"))
+        elif record.get("state") == "off" and not record.get("windows_planned"):
+            excluded.append(record)
+        else:
+            processes.append(_process(record, output_dir, run, problems, findings))
+    processes.sort(key=_order)
+    problems.extend((None, problem) for problem in _excluded_problems(excluded, processes))
+    idle = [line for line in log if line.get("event") == processlog.IDLE]
+    declared = _declared_problems(records, idle, run)
+    problems.extend((None, problem) for problem in declared)
+    if not processes and not excluded and not declined and not declared and not replaced:
+        problems.append((None, _why_nothing(run, log, idle)))
+    job = jobview.summarize(processes, run.get("command") if run else None)
+    slow_ranks = {slow["rank"] for slow in job["slow_ranks"]}
+    for process in processes:
+        if process.get("rank") in slow_ranks:
+            process["slowest_rank"] = True
+    for slow in job["slow_ranks"]:
+        what = "the slowest" if slow["method"] == "step_times" else "the one the others wait for"
+        findings.append(f"rank {slow['rank']} is {what}: {slow['evidence']}")
+    for spike in job["spikes"]:
+        findings.append(_spike_text(spike, job))
+    if len(job["window_steps"]) > 1:
+        findings.append(
+            "the ranks' windows cover different steps: "
+            + "; ".join(f"{jobview.who(w['ranks'])}: steps {_steps_text(w['steps'])}" for w in job["window_steps"])
+        )
+    return {
+        "passed": not problems and bool(processes),
+        "findings": findings,
+        "problems": _grouped(problems),
+        "job": job,
+        "processes": processes,
+        "replaced": [_label(r) for r in replaced],
+        "idle_processes": sum(1 for line in idle if not line.get("stepped")),
+        "run": run,
+        "output_dir": output_dir,
+    }
 
 
 def _label(record: dict) -> str:
     rank = record.get("rank")
     where = f"rank {rank}" if rank is not None else "process"
-    return f"{where} (pid {record.get('pid')} on {record.get('host')})"
+    stage = f" stage {record['stage']}" if record.get("stage") else ""
+    return f"{where}{stage} (pid {record.get('pid')} on {record.get('host')})"
 
 
-def _check_traces(record: dict, output_dir: str, process: dict, problems: list[str]) -> None:
+def _order(process: dict) -> tuple:
+    """Ranks in numeric order, rankless processes after them, stages together."""
+    rank = process.get("rank")
+    return (rank is None, rank if rank is not None else 0, str(process.get("stage")), process.get("pid") or 0)
+
+
+def _steps_text(pairs) -> str:
+    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in pairs)
+
+
+def _process(record: dict, output_dir: str, run: dict | None, problems: list, findings: list) -> dict:
+    """One report row, its deliverables checked; its problems added, each with its true reason."""
+    process = {
+        key: record.get(key)
+        for key in (
+            "host",
+            "pid",
+            "rank",
+            "rank_source",
+            "stage",
+            "target",
+            "backend",
+            "state",
+            "steps",
+            "windows_planned",
+            "windows_completed",
+            "partial_traces",
+            "mean_step_s",
+            "run_id",
+            "ended",
+            "step_times",
+        )
+    }
+    process.update(
+        traces=list(record.get("traces") or []),
+        windows=[dict(w) for w in record.get("windows") or []],
+        warnings=list(record.get("warnings") or []),
+        errors=list(record.get("errors") or []),
+        profiler_steps=0,
+    )
+    self_times: dict[str, float] = {}
+    trace_problems, collective_us, window_us = _check_traces(record, output_dir, process, self_times)
+    process["top_operators"] = [
+        {"name": name, "self_us": round(us, 1)}
+        for name, us in sorted(self_times.items(), key=lambda kv: -kv[1])[:TOP_OPERATORS]
+    ]
+    stats = record.get("step_stats") or jobview.load(
+        process, output_dir, warmup=(record.get("options") or {}).get("warmup") or 0
+    )
+    process["step_stats"] = stats
+    if stats:
+        process["median_step_s"] = stats["median_s"]
+    if window_us:
+        process["collective_s"] = collective_us / 1e6
+        process["window_s"] = window_us / 1e6
+        process["window_label"] = "steps " + _steps_text((w["first_step"], w["last_step"]) for w in process["windows"])
+    rank = record.get("rank")
+    label = _label(record)
+    for problem in trace_problems:
+        problems.append((rank, problem))
+    for error in process["errors"]:
+        problems.append((rank, f"{label}: {error}"))
+    stale = record.get("ended") is None and not alive_here(record)
+    if stale:
+        process["ended_note"] = f"ended without exit handlers; last known step {record.get('steps')}"
+    incomplete = (process["windows_completed"] or 0) < (process["windows_planned"] or 0)
+    if incomplete and not process["errors"]:
+        problems.append((rank, f"{label}: {_why_incomplete(record, process, run, stale)}"))
+    elif stale:
+        findings.append(
+            f"{label} ended without its exit handlers (os._exit in a library, a kill, out of memory): its counts are "
+            f"the last it wrote, step {record.get('steps')}"
+        )
+    return process
+
+
+def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) -> str:
+    """The true reason a process's windows did not all complete, the most telling first."""
+    done = f"{process['windows_completed']} of {process['windows_planned']}"
+    steps = record.get("steps")
+    cut = [w for w in record.get("warnings") or () if "cut short by" in w]
+    if record.get("on_demand"):
+        return (
+            f"{done} requested windows completed: the job ended (or was stopped) before the last requested "
+            "window's steps ran"
+        )
+    threads = [
+        w for w in record.get("warnings") or () if "thread" in w and ("other threads" in w or "main thread" in w)
+    ]
+    if threads:
+        return f"{done} windows completed: {threads[0]}"
+    ended = _how_the_job_ended(run)
+    raised = [w for w in record.get("warnings") or () if w.startswith("the process ended with an uncaught")]
+    if cut:
+        kept = cut[-1].split("; ", 1)[-1]
+        reason = cut[-1].split(" at step ")[0].replace("window cut short by ", "")
+        for signal_name in ("SIGINT", "SIGTERM"):
+            if signal_name in reason or (ended and signal_name in ended):
+                return f"interrupted by {signal_name} at step {steps}; {kept} (partial)"
+        if raised:
+            return f"{done} windows completed: {raised[0]}; {kept}"
+        if reason == "the end of the process":
+            if ended:
+                return f"{done} windows completed: {ended} at step {steps}; {kept}"
+            return f"{_ran_short(record, done, steps)}; {kept}"
+        return f"{done} windows completed: the window was cut short by {reason} at step {steps}; {kept}"
+    if raised:
+        return f"{done} windows completed: {raised[0]}, before the schedule completed"
+    if ended:
+        return f"{done} windows completed: {ended} after step {steps} of this process, before the schedule completed"
+    if stale:
+        return (
+            f"{done} windows completed: it ended without its exit handlers (os._exit in a library, a kill, out of "
+            f"memory); last known step {steps}"
+        )
+    return _ran_short(record, done, steps)
+
+
+def _ran_short(record: dict, done: str, steps) -> str:
+    """The job ended normally and really ran short of steps: the schedule's numbers, and the fix."""
+    opts = record.get("options") or {}
+    formula = Schedule(
+        skip_first=opts.get("skip-first", 0),
+        wait=opts.get("wait", 0),
+        warmup=opts.get("warmup", 0),
+        active=opts.get("active", 1),
+        repeat=opts.get("repeat", 1),
+    ).formula()
+    return (
+        f"{done} windows completed: the job ran {steps} steps, the schedule needs {formula}; "
+        "lower --skip-first/--active/--repeat or run more steps"
+    )
+
+
+def _how_the_job_ended(run: dict | None) -> str | None:
+    """How the launcher saw the command end, when it did not end well; None for exit status 0."""
+    if not run:
+        return None
+    if run.get("start_error"):
+        return f"the command could not start ({run['start_error']})"
+    if run.get("signal"):
+        forwarded = " (forwarded by npuprof-run)" if run["signal"] in (run.get("forwarded") or []) else ""
+        return f"the command was killed by signal {run['signal']}{forwarded}"
+    status = run.get("status")
+    if status in (None, 0):
+        return None
+    if status == 130:
+        return "the command was interrupted (SIGINT, exit status 130)"
+    if status == 143 or "SIGTERM" in (run.get("forwarded") or []):
+        return f"the command was stopped (SIGTERM, exit status {status})"
+    if status > 128:
+        import signal
+
+        try:
+            name = signal.Signals(status - 128).name
+            return f"the command exited with status {status} (a process died of {name})"
+        except ValueError:
+            pass
+    return f"the command exited with status {status}"
+
+
+def _why_nothing(run: dict | None, log: list[dict], idle: list[dict]) -> str:
+    """No process made a record: the first link of the chain that broke."""
+    ended = _how_the_job_ended(run)
+    if run and run.get("start_error"):
+        return ended
+    loaded = [line for line in log if line.get("event") == processlog.LOADED]
+    missing = [line for line in log if line.get("event") == processlog.NO_PACKAGE]
+    prefix = f"{ended}; " if ended else ""
+    if missing and not loaded:
+        python = missing[0].get("executable")
+        return (
+            f"{prefix}no process could load the hook: {python} has no npuprof_launch installed; install it there "
+            "(pip install npuprof-launch) or run the job with the Python that has it"
+        )
+    if not loaded and not idle:
+        flags = _python_flags(run.get("command") if run else None)
+        cause = f"the command runs python {flags}" if flags else f"the likely causes: {NO_HOOK_CAUSES}"
+        if run is None:
+            return (
+                "no process of this output loaded the hook (nothing in npuprof_status/ says one did; for an env-only "
+                f"job run with --print-env that is expected until a process profiles); {cause}"
+            )
+        return f"{prefix}no Python process loaded the hook ({cause})"
+    if not idle:
+        count = len(loaded)
+        return (
+            f"{prefix}{_plural(count, 'Python process')} loaded the hook, but none imported torch "
+            "(the job is not a PyTorch job, or it ended before importing torch)"
+        )
+    idle_count = sum(1 for line in idle if not line.get("stepped"))
+    if ended:
+        return f"{ended} before any step ({_plural(idle_count, 'process')} had imported torch)"
+    return (
+        f"no process saw a step: {_plural(idle_count, 'process')} imported torch but no optimizer.step was called; "
+        "if the job has no optimizer (inference, RL), pass --target MOD:QUALNAME naming the function that runs one step"
+    )
+
+
+def _python_flags(command: list[str] | None) -> str:
+    """The flags of a ``python`` command that keep the hook out (-I, -E, -S), or an empty string."""
+    if not command or "python" not in os.path.basename(command[0]):
+        return ""
+    found = []
+    for arg in command[1:]:
+        if not arg.startswith("-") or arg.startswith("--") or arg in ("-c", "-m"):
+            break
+        for letter in arg[1:]:
+            flag = f"-{letter}"
+            if flag in PYTHON_FLAGS_WITHOUT_HOOK:
+                found.append(f"{flag} ({PYTHON_FLAGS_WITHOUT_HOOK[flag]})")
+    return ", ".join(found)
+
+
+def _plural(count: int, noun: str) -> str:
+    if count == 1:
+        return f"1 {noun}"
+    return f"{count} {noun}es" if noun.endswith("process") else f"{count} {noun}s"
+
+
+def _check_traces(record: dict, output_dir: str, process: dict, self_times: dict) -> tuple[list[str], float, float]:
+    problems: list[str] = []
+    collective_us = window_us = 0.0
     backend = record.get("backend")
     export_type = (record.get("options") or {}).get("export-type") or ["text"]
-    for rel in record.get("traces", []):
+    for rel in record.get("traces") or []:
         path = os.path.join(output_dir, rel)
         if backend == "npu":
             problems.extend(deliverables.check_ascend_dir(path, export_type))
             for name, us in deliverables.npu_operator_totals(path).items():
-                process["_self"][name] = process["_self"].get(name, 0.0) + us
+                self_times[name] = self_times.get(name, 0.0) + us
             continue
         summary = deliverables.summarize_torch_trace(path)
         problems.extend(summary.problems)
         process["profiler_steps"] += len(summary.step_names)
+        collective_us += summary.collective_us
+        window_us += sum(summary.step_durations_us)
         for name, us in summary.self_time_us.items():
-            process["_self"][name] = process["_self"].get(name, 0.0) + us
-    saved = record.get("windows_completed", 0) + record.get("partial_traces", 0)
+            self_times[name] = self_times.get(name, 0.0) + us
+    saved = (record.get("windows_completed") or 0) + (record.get("partial_traces") or 0)
     if backend == "npu" and saved and not record.get("traces"):
         problems.append(
             f"{_label(record)}: torch_npu handed over {saved} window(s) but no {record.get('worker')}_*"
             f"{names.ASCEND_DIR_SUFFIX} directory appeared in {output_dir}: torch_npu wrote no data "
             "(its [ERROR] lines on the job's stderr say why)"
         )
-
-
-def build(output_dir: str, run_id: str | None = None) -> dict:
-    """The report of everything under ``output_dir`` (only run ``run_id``'s processes, if given)."""
-    output_dir = os.path.abspath(output_dir)
-    records = read_dir(output_dir)
-    if run_id:
-        records = [r for r in records if r.get("run_id") == run_id]
-    problems: list[str] = []
-    processes = []
-    excluded = []
-    declined = 0
-    for record in records:
-        if "unreadable" in record:
-            problems.append(f"status record {record['file']} is unreadable: {record['unreadable']}")
-            continue
-        if record.get("declined"):
-            problems.append(f"{_label(record)}: not profiled: {record['declined']}")
-            declined += 1
-            continue
-        if record.get("state") == "off" and record.get("windows_planned", 0) == 0:
-            excluded.append(record)
-            continue
-        process = {
-            "host": record.get("host"),
-            "pid": record.get("pid"),
-            "rank": record.get("rank"),
-            "stage": record.get("stage"),
-            "target": record.get("target"),
-            "backend": record.get("backend"),
-            "state": record.get("state"),
-            "steps": record.get("steps", 0),
-            "windows_planned": record.get("windows_planned", 0),
-            "windows_completed": record.get("windows_completed", 0),
-            "partial_traces": record.get("partial_traces", 0),
-            "mean_step_s": record.get("mean_step_s"),
-            "run_id": record.get("run_id"),
-            "traces": list(record.get("traces", [])),
-            "warnings": list(record.get("warnings", [])),
-            "errors": list(record.get("errors", [])),
-            "profiler_steps": 0,
-            "_self": {},
-        }
-        _check_traces(record, output_dir, process, problems)
-        self_times = process.pop("_self")
-        process["top_operators"] = [
-            {"name": name, "self_us": round(us, 1)}
-            for name, us in sorted(self_times.items(), key=lambda kv: -kv[1])[:TOP_OPERATORS]
-        ]
-        label = _label(record)
-        for error in process["errors"]:
-            problems.append(f"{label}: {error}")
-        options = record.get("options") or {}
-        if record.get("on_demand") and process["windows_completed"] < process["windows_planned"]:
-            problems.append(
-                f"{label}: {process['windows_completed']} of {process['windows_planned']} requested windows "
-                "completed: the job ended (or was stopped) before the last requested window's steps ran"
-            )
-        elif process["windows_completed"] < process["windows_planned"] and not process["errors"]:
-            problems.append(
-                f"{label}: {process['windows_completed']} of {process['windows_planned']} windows completed: "
-                f"the job ran {process['steps']} steps, the schedule needs {_schedule_formula(options)}; "
-                "lower --skip-first/--active/--repeat or run more steps"
-            )
-        processes.append(process)
-    problems.extend(_excluded_problems(excluded, processes))
-    idle = _idle_processes(output_dir, run_id)
-    unstepped = _declared_problems(records, idle)
-    problems.extend(unstepped)
-    if not processes and not excluded and not declined and not unstepped:
-        hint = f" ({len(idle)} processes imported torch but never stepped)" if idle else ""
-        problems.append(
-            "no process saw a step: no optimizer.step was called" + hint + "; if the job has no optimizer "
-            "(inference, RL), pass --target MOD:QUALNAME naming the function that runs one step"
-        )
-    findings: list[str] = []
-    _flag_slow_ranks(processes, findings)
-    return {
-        "passed": not problems and bool(processes),
-        "findings": findings,
-        "problems": problems,
-        "processes": processes,
-        "idle_processes": sum(1 for line in idle if not line.get("stepped")),
-        "output_dir": output_dir,
-    }
+    return problems, collective_us, window_us
 
 
 def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]:
@@ -151,12 +351,13 @@ def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]
     return [f"--ranks {wanted} matched no process; the ranks that stepped were {ranks or 'none known'}"]
 
 
-def _declared_problems(records: list[dict], idle: list[dict]) -> list[str]:
+def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) -> list[str]:
     """Each declared function (--target, a stage) that made no step in any process, and why.
 
     A process that never called it is not a problem by itself (an API server never runs the
     model), so the reasons only matter when no process at all stepped the function; the most
-    telling reason comes first: not found, then never called, then never imported.
+    telling reason comes first: not found, then never called, then never imported. A job that
+    failed is said first: it may have failed before the call.
     """
     stepped = {(r.get("stage"), r.get("target")) for r in records if r.get("target")}
     reasons: dict[tuple, dict[str, int]] = {}
@@ -166,73 +367,48 @@ def _declared_problems(records: list[dict], idle: list[dict]) -> list[str]:
             if key not in stepped:
                 counts = reasons.setdefault(key, {})
                 counts[item.get("reason")] = counts.get(item.get("reason"), 0) + 1
+    ended = _how_the_job_ended(run)
     problems = []
     for (stage, target), counts in reasons.items():
         what = f"stage {stage} ({target})" if stage else f"--target {target}"
         why = "; ".join(
-            f"{reason} ({n} process{'es' if n > 1 else ''})"
+            f"{reason} ({_plural(n, 'process')})"
             for reason, n in sorted(counts.items(), key=lambda kv: _REASON_ORDER.get(kv[0].split(":")[0], 3))
         )
-        problems.append(f"{what} made no step in any process, so nothing was profiled for it: {why}")
+        prefix = f"{ended}; " if ended else ""
+        problems.append(f"{prefix}{what} made no step in any process, so nothing was profiled for it: {why}")
     return problems
 
 
 _REASON_ORDER = {"not found": 0, "never called": 1, "never imported": 2}
 
 
-def _idle_processes(output_dir: str, run_id: str | None) -> list[dict]:
-    return [line for line in processlog.read(output_dir, run_id) if line.get("event") == processlog.IDLE]
+def _spike_text(spike: dict, job: dict) -> str:
+    ranks = spike["ranks"]
+    if ranks and len(ranks) == job["ranks"] and len(ranks) > 1:
+        where = f"all {len(ranks)} ranks"
+    elif ranks:
+        where = jobview.who(ranks)
+    else:
+        where = _plural(spike["processes"], "process")
+    return f"step {spike['step']}: {where}, {spike['vs_median']:.1f}x the median ({spike['step_s'] * 1e3:.1f} ms)"
 
 
-def _flag_slow_ranks(processes: list[dict], findings: list[str]) -> None:
-    """Flag the slowest rank: a finding about the job, not a problem of the collection (``passed`` keeps)."""
-    groups = {(p.get("run_id"), p.get("stage")) for p in processes}
-    if len(groups) > 1:  # steps compare only within one run, and a stage's only with the same stage's
-        for run_id, stage in groups:
-            _flag_slow_ranks([p for p in processes if (p.get("run_id"), p.get("stage")) == (run_id, stage)], findings)
-        return
-    timed = [p for p in processes if p["mean_step_s"] and p["rank"] is not None]
-    if len(timed) < 2:
-        return
-    fastest = min(p["mean_step_s"] for p in timed)
-    slowest = max(timed, key=lambda p: p["mean_step_s"])
-    if slowest["mean_step_s"] > fastest * SLOW_RANK_RATIO:
-        slowest["slowest_rank"] = True
-        findings.append(
-            f"rank {slowest['rank']} is the slowest: {slowest['mean_step_s'] * 1e3:.1f} ms per step against "
-            f"{fastest * 1e3:.1f} ms for the fastest rank (more than {round((SLOW_RANK_RATIO - 1) * 100)}% apart)"
-        )
+def _grouped(problems: list[tuple[int | None, str]]) -> list[str]:
+    """Problems in order, those that differ only in their rank's label told once with the ranks."""
+    import re
 
-
-def format_table(report: dict) -> str:
-    """The launcher's end-of-run summary: one row per process, then the problems."""
+    label = re.compile(r"^rank (\d+)( stage \S+)? \(pid \d+ on [^)]*\): ")
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for rank, text in problems:
+        match = label.match(text) if rank is not None else None
+        key = f"{match.group(2) or ''}\0{text[match.end() :]}" if match else text
+        groups.setdefault(key, []).append((rank, text))
     lines = []
-    processes = report["processes"]
-    out = report["output_dir"]
-    lines.append(f"npuprof: {len(processes)} process(es) profiled, output in {out}")
-    if processes:
-        lines.append(f"  {'rank':>4} {'pid':>8} {'backend':7} {'steps':>6} {'windows':>7} {'step ms':>8}  traces")
-        for p in processes:
-            rank = "-" if p["rank"] is None else str(p["rank"])
-            mean = f"{p['mean_step_s'] * 1e3:.2f}" if p["mean_step_s"] else "-"
-            windows = f"{p['windows_completed']}/{p['windows_planned']}"
-            flag = "  <- slowest" if p.get("slowest_rank") else ""
-            traces = ", ".join(p["traces"]) or "(none)"
-            if p.get("stage"):
-                traces = f"stage {p['stage']}: {traces}"
-            lines.append(
-                f"  {rank:>4} {p['pid']:>8} {p['backend'] or '-':7} {p['steps']:>6} {windows:>7} {mean:>8}  "
-                f"{traces}{flag}"
-            )
-            if p["top_operators"]:
-                tops = ", ".join(f"{op['name']} {op['self_us'] / 1e3:.2f} ms" for op in p["top_operators"][:3])
-                lines.append(f"       top self time: {tops}")
-    if report.get("idle_processes"):
-        lines.append(f"  {report['idle_processes']} other process(es) imported torch but never stepped")
-    if report.get("findings"):
-        lines.append("npuprof: findings:")
-        lines.extend(f"  - {finding}" for finding in report["findings"])
-    if report["problems"]:
-        lines.append("npuprof: problems:")
-        lines.extend(f"  - {problem}" for problem in report["problems"])
-    return "\n".join(lines)
+    for key, items in groups.items():
+        if len(items) == 1 or "\0" not in key:
+            lines.append(items[0][1])
+            continue
+        stage, _, rest = key.partition("\0")
+        lines.append(f"{jobview.who(rank for rank, _ in items)}{stage}: {rest}")
+    return lines

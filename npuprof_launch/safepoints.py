@@ -151,6 +151,17 @@ class SafePoints:
         """A context for our own ``record_function`` use (step labels): not the job's ranges."""
         return _Quiet(self)
 
+    def open_label(self, name: str):
+        """A step's label on the timeline (``iteration#5``): a range of ours, opened now."""
+        with self.quiet():
+            label = self._torch.autograd.profiler.record_function(name)
+            label.__enter__()
+        return label
+
+    def close_label(self, label) -> None:
+        with self.quiet():
+            label.__exit__(None, None, None)
+
     # -- watching the job's ranges --------------------------------------------------------------
 
     def watch(self, on: bool) -> None:

@@ -15,8 +15,9 @@ torch's outlives one. While the schedule is still skipping, the session only cou
 Every recorded step carries the job's own step number on the timeline: a ``iteration#N`` range
 (a declared function's calls carry ``NAME#N`` from the call clock), whatever number torch's
 ``ProfilerStep#`` shows. The record (record.py) is written at the session's start, at every
-window edge, every few seconds while it counts (a step count is chosen from the measured step
-time, so no step reads a clock for it), and at its end; the step times go to a file beside it.
+window edge, at steps 1, 2, 4, 8, ... and then every few seconds while it counts (a step count
+chosen from the measured step time, so no step reads a clock for it), and at its end; the step
+times go to a file beside it.
 
 Every failure of the profiler (build, start, step, stop, export) is caught here: one
 ``npuprof:`` line, one entry in the record, and the job goes on unprofiled.
@@ -30,7 +31,7 @@ import sys
 import threading
 import time
 
-from npuprof_launch import coexist, files, names, options, record
+from npuprof_launch import coexist, files, names, options, record, steptimes
 from npuprof_launch.record import State
 from npuprof_launch.schedule import Schedule, Window, on_demand_window
 
@@ -55,6 +56,7 @@ class Session:
         points,
         say,
         stage: str | None = None,
+        backend=None,
     ) -> None:
         self.config = config
         self.schedule = Schedule.of(config)
@@ -97,7 +99,8 @@ class Session:
         self._stepped = 0
         self._label = None
         self._thread = None
-        self.backend = None
+        #: backends.select's choice, made at the first window (a test may hand one in).
+        self.backend = backend
         self.profiler = None
         self.results: list[dict] = []
         self.traces: list[str] = []
@@ -108,6 +111,7 @@ class Session:
         self.declined: str | None = None
         self.requests: list[str] = []
         self.ended: str | None = None
+        self.step_stats: dict | None = None
         self._watcher = None
 
     # -- what the lifecycle and the clocks ask ------------------------------------------------
@@ -149,8 +153,7 @@ class Session:
         optimizer's post hook); ``label``: the call clock's open label for this step."""
         now = time.perf_counter()
         if label is not None:
-            with self._points.quiet():
-                label.__exit__(None, None, None)
+            self._points.close_label(label)
         self.steps += 1
         self.times.append(now)
         if self._first_time is None:
@@ -181,12 +184,7 @@ class Session:
             self._act(may_start=True)
         if self.window is None or self.steps + 1 < self.window.first:
             return None
-        from torch.autograd.profiler import record_function
-
-        with self._points.quiet():
-            opened = record_function(f"{label}#{self.steps + 1}")
-            opened.__enter__()
-        return opened
+        return self._points.open_label(f"{label}#{self.steps + 1}")
 
     def retract(self) -> None:
         """The clock takes a boundary back (iterations.py, rule 4): one step fewer."""
@@ -332,11 +330,8 @@ class Session:
         step = self.window.first + self._stepped
         if step < self.window.first_recorded:
             return
-        from torch.autograd.profiler import record_function
-
         try:
-            self._label = record_function(f"{ITERATION_LABEL}#{step}")
-            self._label.__enter__()
+            self._label = self._points.open_label(f"{ITERATION_LABEL}#{step}")
         except Exception:  # noqa: BLE001 - a label is never worth the window
             self._label = None
 
@@ -344,7 +339,7 @@ class Session:
         label, self._label = self._label, None
         if label is not None:
             try:
-                label.__exit__(None, None, None)
+                self._points.close_label(label)
             except Exception:  # noqa: BLE001
                 pass
 
@@ -461,9 +456,21 @@ class Session:
             record.ENDED_EXEC: "os.exec",
             record.ENDED_SIGNAL: "SIGTERM",
         }
-        self.flush(reasons.get(how, how))
+        reason = reasons.get(how, how)
+        uncaught = _uncaught_exception() if how == record.ENDED_EXIT else None
+        if isinstance(uncaught, KeyboardInterrupt):
+            reason = "SIGINT (KeyboardInterrupt)"
+        elif uncaught is not None:
+            text = str(uncaught).splitlines()[0][:200] if str(uncaught) else ""
+            self.warnings.append(
+                f"the process ended with an uncaught {type(uncaught).__name__}"
+                + (f" ({text})" if text else "")
+                + f" after step {self.steps}"
+            )
+        self.flush(reason)
         self.ended = how
         self._write_times()
+        self._sum_up_step_times()
         self.write_safely()
 
     def resume(self) -> None:
@@ -491,7 +498,9 @@ class Session:
         if self.steps >= self._checkpoint_at:
             self._write_times()
             self.write_safely()
-            self._checkpoint_at = self.steps + _steps_in(CHECKPOINT_S, step_s)
+            # Doubling at first (steps 1, 2, 4, 8, ...): a short run killed without its exit
+            # handlers (Ray ends its workers with ray.kill) still leaves a count near the truth.
+            self._checkpoint_at = self.steps + min(self.steps, _steps_in(CHECKPOINT_S, step_s))
 
     def _recent_step_s(self) -> float | None:
         times = self.times
@@ -521,21 +530,33 @@ class Session:
         self.write_safely()
 
     def _write_times(self) -> None:
-        """Append the durations of the steps timed since the last write: float32 seconds, one per
-        step from step 2 on (step 1 has no boundary before it)."""
+        """Append the durations of the steps timed since the last write (steptimes.py)."""
         times = self.times
         if len(times) < 2:
             return
-        durations = array.array("f", [times[i] - times[i - 1] for i in range(1, len(times))])
+        durations = [times[i] - times[i - 1] for i in range(1, len(times))]
         del times[:-1]  # the last time stays: the next step's duration starts there
-        if sys.byteorder != "little":
-            durations.byteswap()
         try:
             files.make_dirs(os.path.dirname(self._times_path))
-            files.append_bytes(self._times_path, durations.tobytes())
-            self._times_written += len(durations)
+            self._times_written += steptimes.append(self._times_path, durations)
         except OSError as exc:
             self._note_error_once(f"could not write the step times {self._times_path}: {exc}")
+
+    def _sum_up_step_times(self) -> None:
+        """At the end: this process's own step statistics (jobview.rank_stats), so the report of a
+        thousand ranks reads a few numbers each instead of sorting every step time of the run."""
+        if not self._times_written:
+            return
+        from npuprof_launch import jobview
+
+        profiled = set()
+        for result in self.results:
+            last = result["last_step"] or result["first_step"]
+            profiled.update(range(result["first_step"] - self.config.warmup, last + 2))
+        try:
+            self.step_stats = jobview.rank_stats(steptimes.read(self._times_path), profiled)
+        except Exception:  # noqa: BLE001 - the report computes them itself then
+            self.step_stats = None
 
     def mean_step_s(self) -> float | None:
         last = self.times[-1] if self.times else None
@@ -584,6 +605,7 @@ class Session:
             "errors": list(self.errors),
             "declined": self.declined,
             "step_times": os.path.relpath(self._times_path, self.output_dir) if self._times_written else None,
+            "step_stats": self.step_stats,
             "started_ns": self.started_ns,
             "updated_ns": time.time_ns(),
             "ended": self.ended,
@@ -601,6 +623,11 @@ class Session:
         if message not in self.errors:
             self.errors.append(message)
             self._say(message)
+
+
+def _uncaught_exception():
+    """At exit: the exception that ended the main program, if one did (the interpreter keeps it)."""
+    return getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
 
 
 def _steps_in(seconds: float, step_s: float | None) -> int:

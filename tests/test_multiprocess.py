@@ -91,7 +91,7 @@ def test_torchrun_each_rank_profiles_itself_and_the_agent_never(torchrun_all, ba
     assert step_counts(out) == [1, 1]
     (agent,) = idle_tally(out)  # the agent loaded the hook, imported torch and never stepped
     assert agent["argv"][0].endswith(os.path.join("torch", "distributed", "run.py")) and agent["rank"] is None
-    assert "2 process(es) profiled" in result.stderr
+    assert "2 processes profiled" in result.stderr
 
 
 def test_torchrun_ranks_filter_leaves_other_ranks_without_a_profiler(torchrun_rank1, bare_torchrun):
@@ -217,7 +217,7 @@ def test_a_second_run_into_the_same_output_dir_overwrites_nothing(out):
     assert len(torch_traces(out)) == 2 and len(status_records(out)) == 2
     with open(kept, "rb") as handle:
         assert handle.read() == before
-    assert "1 process(es) profiled" in second.stderr, "the launcher reports its own run only"
+    assert "1 process profiled" in second.stderr, "the launcher reports its own run only"
     code, report = check_json(out)
     assert len(report["processes"]) == 2
 

@@ -45,3 +45,26 @@ def test_ray_actor_that_trains_writes_the_one_trace_into_the_users_relative_dir(
     assert_ok(alone)
     loss, checksum = re.fullmatch(r"rank 0 loss (\S+) checksum (\S+)\n", alone.stdout).groups()
     assert result.stdout.splitlines() == [f"loss {loss}", f"checksum {checksum}"], "results unchanged"
+
+
+def test_ray_train_workers_killed_by_ray_leave_true_records(tmp_path):
+    """Ray Train ends its workers with ray.kill: no exit handler runs there, yet the records hold
+    every step (written at steps 1, 2, 4, 8, ...) and the report says how they ended."""
+    pytest.importorskip("ray.train", reason="install the ray extra: pip install torch==2.13.0 -e '.[ray]'")
+    job = [script("ray_train_torchtrainer.py"), "--steps", "8"]
+    env = clean_env(RAY_USAGE_STATS_ENABLED="0")
+    bare = python(job, env=env, timeout=600)
+    assert_ok(bare)
+    out = str(tmp_path / "prof")
+    result = npuprof(
+        ["--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, *job], env=env, timeout=600
+    )
+    assert_ok(result)
+    assert result.stdout == bare.stdout
+    records = sorted(status_records(out), key=lambda r: r["rank"])
+    assert [(r["rank"], r["rank_source"], r["steps"]) for r in records] == [
+        (0, "torch.distributed", 8),
+        (1, "torch.distributed", 8),
+    ]
+    assert all(r["windows"][0]["complete"] for r in records)
+    assert "ended without exit handlers; last known step 8" in result.stderr

@@ -229,14 +229,14 @@ def test_range_mode_with_wait_and_repeat(out):
 def test_at_process_start_the_hook_imports_nothing_the_interpreter_does_not(tmp_path, declared):
     """Declaring targets adds two small modules of ours at start, and no other module (no typing,
     threading, re or wrapt): the hook runs in every Python process of the job."""
-    from npuprof_launch import cli
+    from npuprof_launch import launch
 
     probe = ["-c", "import sys; print(' '.join(sorted(sys.modules)))"]
     bare = python(probe, env=clean_env())
     hooked = python(
         probe,
         env=clean_env(
-            PYTHONPATH=cli.HOOK_DIR, NPU_PROF_ENABLE="1", NPU_PROF_OUTPUT_DIR=str(tmp_path / "o"), **declared
+            PYTHONPATH=launch.HOOK_DIR, NPU_PROF_ENABLE="1", NPU_PROF_OUTPUT_DIR=str(tmp_path / "o"), **declared
         ),
     )
     assert_ok(bare)

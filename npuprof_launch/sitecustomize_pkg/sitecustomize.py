@@ -8,10 +8,25 @@ import sys
 if os.environ.get("NPU_PROF_ENABLE") == "1":
     try:
         from npuprof_launch import hook as _npuprof_hook
-
-        _npuprof_hook.install()
-    except Exception as _npuprof_exc:  # never raise into the user's program
-        if not isinstance(_npuprof_exc, ImportError):
+    except ImportError:
+        _npuprof_hook = None
+        # This interpreter has no npuprof_launch (another venv, another Python): say so where the
+        # launcher's report looks (processlog.NO_PACKAGE), so that it does not blame the job.
+        try:
+            _npuprof_fd = os.open(
+                os.path.join(os.environ.get("NPU_PROF_OUTPUT_DIR", ""), "npuprof_status", "processes.jsonl"),
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                0o664,
+            )
+            os.write(_npuprof_fd, ('{"event": "no_package", "pid": %d, "executable": "%s"}\n' % (
+                os.getpid(), sys.executable.replace("\\", "/").replace('"', "'"))).encode())
+            os.close(_npuprof_fd)
+        except Exception:
+            pass
+    if _npuprof_hook is not None:
+        try:
+            _npuprof_hook.install()
+        except Exception as _npuprof_exc:  # never raise into the user's program
             sys.stderr.write("npuprof: hook not installed, job goes on unprofiled: %r\n" % (_npuprof_exc,))
 
 

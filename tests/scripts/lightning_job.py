@@ -7,6 +7,10 @@ progress bar are off; the root directory is temporary. Prints the last loss, Lig
 count of optimizer steps and an exact checksum of the weights.
 
 --profiler NAME   Lightning's own profiler ("simple", or "pytorch", which runs a torch.profiler of its own)
+--devices N --strategy S   data-parallel on N CPU processes: "ddp" (Lightning starts the other
+                  ranks as subprocesses, setting LOCAL_RANK and NODE_RANK but no RANK) or
+                  "ddp_spawn" (torch.multiprocessing.spawn, which sets none); every rank prints
+                  its own lines, prefixed with its global rank
 """
 
 import argparse
@@ -46,6 +50,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--profiler", choices=["simple", "pytorch"])
+    parser.add_argument("--devices", type=int, default=1)
+    parser.add_argument("--strategy", default="auto")
     args = parser.parse_args()
 
     L.seed_everything(0, verbose=False)
@@ -58,7 +64,8 @@ def main() -> None:
             max_steps=args.steps,
             accumulate_grad_batches=2,
             accelerator="cpu",
-            devices=1,
+            devices=args.devices,
+            strategy=args.strategy,
             deterministic=True,
             logger=False,
             enable_checkpointing=False,
@@ -68,9 +75,11 @@ def main() -> None:
             default_root_dir=scratch,
         )
         trainer.fit(model, loader)
-    print(f"loss {model.last_loss.item()!r}")
-    print(f"optimizer_steps {trainer.global_step}")
-    print(f"checksum {checksum(model)}")
+    prefix = f"rank {trainer.global_rank} " if args.devices > 1 else ""
+    if model.last_loss is not None:
+        print(f"{prefix}loss {model.last_loss.item()!r}")
+    print(f"{prefix}optimizer_steps {trainer.global_step}")
+    print(f"{prefix}checksum {checksum(model)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,221 @@
+"""A window's aftercare, off the training path: summarize it, compress it, move it home.
+
+The session starts one such process per saved window (``python -m npuprof_launch.aftercare``),
+detached, at the lowest CPU priority, without the hook, and goes on with the job at once:
+
+1. an NPU session directory written with ``--async-mode`` is first waited for until torch_npu's
+   parse has finished (its ``analyse.done`` marker, or the deliverables, in older releases);
+2. the trace is summarized where it ran (deliverables.py: steps, top operators, time in
+   collectives, size), so that the report of a thousand ranks reads small files, not terabytes;
+3. a torch trace is compressed (``--gzip``): ``.pt.trace.json.gz``, about a tenth of the size,
+   which Perfetto and Holistic Trace Analysis open as they are;
+4. with ``--stage-dir``, every file is moved into the output directory, one at a time: copied
+   under a temporary name there, renamed into place (atomic), and only then removed from the
+   stage, so a file is always whole in one place or the other, SIGTERM included (the file under
+   way is finished first).
+
+Its result, written atomically beside the process's status record, says where every file is
+now, what is left behind and why, and what the window holds; the report reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+
+from npuprof_launch import deliverables, files, names
+
+#: How long to wait for torch_npu's parse to finish (async mode) before moving what is there.
+PARSE_WAIT_S = 600.0
+RESULT_SUFFIX = ".aftercare.json"
+PARTIAL_PREFIX = ".npuprof-partial-"
+
+_stop = False
+
+
+def result_path(status_file: str, window: int) -> str:
+    """Where the result of a record's ``window``-th window goes: beside the record."""
+    return f"{status_file[: -len('.json')]}.window{window}{RESULT_SUFFIX}"
+
+
+def read_result(status_file: str, window: int) -> dict | None:
+    try:
+        with open(result_path(status_file, window)) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def command(*, traces: list[str], result: str, kind: str, gzip_traces: bool, stage: str | None, home: str) -> list[str]:
+    """The command line of one window's aftercare."""
+    args = [sys.executable, "-m", "npuprof_launch.aftercare", "--result", result, "--kind", kind, "--home", home]
+    if gzip_traces:
+        args.append("--gzip")
+    if stage:
+        args += ["--stage", stage]
+    return [*args, *traces]
+
+
+def _on_sigterm(signum, frame) -> None:
+    global _stop
+    _stop = True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="npuprof_launch.aftercare")
+    parser.add_argument("--result", required=True)
+    parser.add_argument("--kind", choices=["torch", "npu"], required=True)
+    parser.add_argument("--home", required=True, help="the output directory")
+    parser.add_argument("--stage", help="the stage directory the traces are in (they move to --home)")
+    parser.add_argument("--gzip", action="store_true")
+    parser.add_argument("traces", nargs="+")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+    outcome = {"status": "running", "started_ns": time.time_ns(), "pid": os.getpid(), "traces": [], "left": []}
+    outcome.update(errors=[], summary=None, bytes={}, plain_bytes={})
+    _write(args.result, outcome)
+    try:
+        for trace in args.traces:
+            _care(trace, args, outcome)
+    except Exception as exc:  # noqa: BLE001 - say what happened; the trace stays where it is
+        outcome["errors"].append(f"{type(exc).__name__}: {exc}")
+    outcome["status"] = "stopped" if _stop else ("failed" if outcome["errors"] else "done")
+    outcome["ended_ns"] = time.time_ns()
+    _write(args.result, outcome)
+    return 0
+
+
+def _care(trace: str, args, outcome: dict) -> None:
+    if args.kind == "npu":
+        _wait_for_parse(trace)
+        _count_npu_log_errors(trace, outcome)
+    else:
+        summary = deliverables.summarize_torch_trace(trace)
+        outcome["summary"] = _merge(outcome["summary"], summary)
+        outcome["plain_bytes"][os.path.basename(trace)] = os.path.getsize(trace) if os.path.exists(trace) else 0
+        if args.gzip and not _stop:
+            trace = _compress(trace)
+    if args.stage and not _stop:
+        trace = _move_home(trace, args.stage, args.home, outcome)
+    if trace is not None:
+        outcome["traces"].append(os.path.relpath(trace, args.home))
+        outcome["bytes"][os.path.relpath(trace, args.home)] = _size(trace)
+
+
+def _merge(previous: dict | None, summary) -> dict:
+    found = previous or {"steps": 0, "events": 0, "self_time_us": {}, "collective_us": 0.0, "window_us": 0.0}
+    found["steps"] += len(summary.step_names)
+    found["events"] += summary.events
+    found["collective_us"] += summary.collective_us
+    found["window_us"] += sum(summary.step_durations_us)
+    found.setdefault("problems", []).extend(summary.problems)
+    top = found["self_time_us"]
+    for name, us in summary.self_time_us.items():
+        top[name] = top.get(name, 0.0) + us
+    found["self_time_us"] = dict(sorted(top.items(), key=lambda kv: -kv[1])[:20])
+    return found
+
+
+def _compress(path: str) -> str:
+    """``path`` -> ``path.gz``, written under a temporary name and renamed: never half a file."""
+    target = path + ".gz"
+    partial = os.path.join(os.path.dirname(path), PARTIAL_PREFIX + os.path.basename(target))
+    with open(path, "rb") as source, gzip.open(partial, "wb", compresslevel=6) as sink:
+        shutil.copyfileobj(source, sink, 1 << 20)
+    os.chmod(partial, os.stat(path).st_mode & 0o777 & files.NOT_WORLD_WRITABLE)
+    os.replace(partial, target)
+    os.unlink(path)
+    return target
+
+
+def _move_home(path: str, stage: str, home: str, outcome: dict) -> str | None:
+    """Move ``path`` (a file or a directory tree) from the stage into home, one file at a time."""
+    relative = os.path.relpath(path, stage)
+    target = os.path.join(home, relative)
+    if os.path.isdir(path):
+        for folder, _, entries in os.walk(path):
+            for entry in sorted(entries):
+                if _stop:
+                    outcome["left"].append(os.path.join(folder, entry))
+                    continue
+                _move_file(os.path.join(folder, entry), os.path.join(target, os.path.relpath(folder, path), entry))
+        if not outcome["left"]:
+            shutil.rmtree(path, ignore_errors=True)
+        return target
+    if _stop:
+        outcome["left"].append(path)
+        return None
+    _move_file(path, target)
+    return target
+
+
+def _move_file(source: str, target: str) -> None:
+    files.make_dirs(os.path.dirname(target))
+    try:
+        os.replace(source, target)  # the same filesystem: one atomic rename
+        return
+    except OSError:
+        pass
+    partial = os.path.join(os.path.dirname(target), PARTIAL_PREFIX + os.path.basename(target))
+    try:
+        shutil.copyfile(source, partial)
+        os.chmod(partial, os.stat(source).st_mode & 0o777 & files.NOT_WORLD_WRITABLE)
+        os.replace(partial, target)
+    except BaseException:
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise
+    os.unlink(source)
+
+
+def _wait_for_parse(session_dir: str) -> None:
+    """torch_npu's async parse writes the deliverables after the window: wait until it is done."""
+    deadline = time.monotonic() + PARSE_WAIT_S
+    output = os.path.join(session_dir, deliverables.ASCEND_OUTPUT)
+    while time.monotonic() < deadline and not _stop:
+        if os.path.exists(os.path.join(output, deliverables.ANALYSE_DONE)):
+            return
+        if os.path.isdir(output) and deliverables.parsed_enough(session_dir):
+            return
+        time.sleep(0.5)
+
+
+def _count_npu_log_errors(session_dir: str, outcome: dict) -> None:
+    """torch_npu's parse workers log to ``logs/*.log`` in the session directory (2.1.0.post17, 2.6+)."""
+    for line in deliverables.npu_log_errors(session_dir):
+        outcome["errors"].append(f"torch_npu logged: {line}")
+
+
+def _size(path: str) -> int:
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _write(path: str, outcome: dict) -> None:
+    files.write_json(path, outcome)
+
+
+def environment(environ) -> dict[str, str]:
+    """The aftercare's environment: the job's, without the hook (it must not profile itself)."""
+    env = {key: value for key, value in environ.items() if not key.startswith(names.ENV_PREFIX)}
+    env.pop(names.RUN_ID_VAR, None)
+    return env
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""The job's answer: one view of every process's whole run, short at any scale.
+
+Two facts decide the method. In a synchronous data-parallel job every rank's step time is the
+same, because the others wait for the slow one inside the collective; so step times alone find
+spikes and drifts, and the slow rank only where ranks are not in lockstep (pipeline stages,
+servers, rollouts). The window's traces do tell in lockstep: the rank that waits least in its
+collectives is the one the others wait for (msprof-analyze's slow-rank method, and Holistic
+Trace Analysis's).
+
+Step numbers are the job's: the duration of step ``s`` is the time between the boundaries that
+end steps ``s - 1`` and ``s`` (steptimes.py); step 1 has none. ``step_time_s`` describes the
+ranks' median step times: their median, 90th percentile and maximum.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from bisect import bisect_right
+
+from npuprof_launch import steptimes
+
+#: A step this many times its rank's median (and SPIKE_MIN_S longer) is a spike. Not a spike: the
+#: first WARMUP_STEPS timed steps (allocator, caches, compilation), and the steps a window traced
+#: or saved (the profiler's own cost is in them).
+SPIKE_RATIO = 3.0
+WARMUP_STEPS = 3
+SPIKE_MIN_S = 0.005
+SPIKES_PER_RANK = 10
+SPIKES_SHOWN = 5
+#: A rank whose median step time exceeds the others' median by this much stands out...
+SLOW_RANK_RATIO = 1.10
+#: ...and, with three ranks or more, by this many median absolute deviations of the ranks' medians.
+SLOW_RANK_MADS = 3.0
+#: In lockstep: a rank whose time in collectives is below this fraction of the others' median is
+#: the one they wait for, when they spend at least COLLECTIVE_SHARE of their window in collectives.
+COLLECTIVE_RATIO = 0.5
+COLLECTIVE_SHARE = 0.10
+
+
+def compact_ranks(ranks) -> str:
+    """[0, 1, 2, 3, 5, 7, 8] -> "0-3, 5, 7-8" (in numeric order)."""
+    ordered = sorted(set(ranks))
+    parts, start, previous = [], None, None
+    for rank in ordered:
+        if start is None:
+            start = previous = rank
+        elif rank == previous + 1:
+            previous = rank
+        else:
+            parts.append(f"{start}-{previous}" if previous != start else f"{start}")
+            start = previous = rank
+    if start is not None:
+        parts.append(f"{start}-{previous}" if previous != start else f"{start}")
+    return ", ".join(parts)
+
+
+def rank_list(ranks) -> str:
+    """The same ranks as a ``--ranks`` value: "0-3,5,7-8"."""
+    return compact_ranks(ranks).replace(", ", ",")
+
+
+def who(ranks) -> str:
+    ranks = sorted(set(ranks))
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compact_ranks(ranks)}"
+
+
+def _quantile(ordered, q: float) -> float:
+    """The q-quantile of an ascending sequence (nearest rank)."""
+    index = min(len(ordered) - 1, max(0, int(round(q * (len(ordered) - 1)))))
+    return float(ordered[index])
+
+
+def rank_stats(durations, profiled: set[int] = frozenset()) -> dict | None:
+    """Median, p90, max and the spikes of one process's step durations (steps 2, 3, ...);
+    ``profiled``: the steps a window traced or saved, never spikes of the job."""
+    if not durations:
+        return None
+    ordered = sorted(durations)
+    median = _quantile(ordered, 0.5)
+    threshold = max(median * SPIKE_RATIO, median + SPIKE_MIN_S)
+    above = len(ordered) - bisect_right(ordered, threshold)
+    spikes = []
+    if above:
+        # The few largest values are found by C-level searches, not by a Python loop over the run.
+        start_by_value: dict[float, int] = {}
+        for value in reversed(ordered[-min(above, SPIKES_PER_RANK + len(profiled) + WARMUP_STEPS) :]):
+            index = durations.index(value, start_by_value.get(value, 0))
+            start_by_value[value] = index + 1
+            step = index + 2
+            if step <= 1 + WARMUP_STEPS or step in profiled or len(spikes) >= SPIKES_PER_RANK:
+                continue
+            spikes.append({"step": step, "step_s": float(value), "vs_median": float(value) / median if median else 0})
+    return {
+        "count": len(ordered),
+        "median_s": median,
+        "p90_s": _quantile(ordered, 0.9),
+        "max_s": float(ordered[-1]),
+        "max_step": durations.index(ordered[-1]) + 2,
+        "spikes": spikes,
+    }
+
+
+def load(process: dict, output_dir: str, warmup: int = 0) -> dict | None:
+    """The stats of one report row's step-times file (None when it has none)."""
+    path = process.get("step_times")
+    if not path:
+        return None
+    profiled = set()
+    for window in process.get("windows") or ():
+        last = window.get("last_step") or window["first_step"]
+        profiled.update(range(window["first_step"] - warmup, last + 2))
+    return rank_stats(steptimes.read(os.path.join(output_dir, path)), profiled)
+
+
+def summarize(processes: list[dict], command: list[str] | None = None) -> dict:
+    """The ``job`` object of the report. Each process row carries ``step_stats`` (rank_stats) and,
+    when its window's traces were read, ``collective_s`` and ``window_s``."""
+    ranks = {p["rank"] for p in processes if p.get("rank") is not None}
+    timed = [p for p in processes if p.get("step_stats")]
+    medians = sorted(p["step_stats"]["median_s"] for p in timed)
+    job = {
+        "processes": len(processes),
+        "ranks": len(ranks),
+        "hosts": len({p.get("host") for p in processes}),
+        "steps": max((p.get("steps") or 0 for p in processes), default=0),
+        "windows_planned": sum(p.get("windows_planned") or 0 for p in processes),
+        "windows_completed": sum(p.get("windows_completed") or 0 for p in processes),
+        "step_time_s": None,
+        "slow_ranks": [],
+        "spikes": [],
+        "window_steps": [],
+        "suggestions": [],
+    }
+    if medians:
+        job["step_time_s"] = {
+            "median": _quantile(medians, 0.5),
+            "p90": _quantile(medians, 0.9),
+            "max": max(p["step_stats"]["max_s"] for p in timed),
+        }
+    for group in _groups(processes):
+        job["slow_ranks"].extend(_slow_by_collectives(group) or _slow_by_step_times(group))
+    job["spikes"] = _spikes(timed)
+    job["window_steps"] = _window_steps(processes)
+    job["suggestions"] = _suggestions(job, processes, command)
+    return job
+
+
+def _groups(processes: list[dict]) -> list[list[dict]]:
+    """Processes whose steps compare: one run, one stage."""
+    groups: dict[tuple, list[dict]] = {}
+    for process in processes:
+        if process.get("rank") is not None:
+            groups.setdefault((process.get("run_id"), process.get("stage")), []).append(process)
+    return [group for group in groups.values() if len(group) >= 2]
+
+
+def _slow_by_step_times(group: list[dict]) -> list[dict]:
+    """Ranks not in lockstep: one whose median step time stands out beyond the others' spread."""
+    timed = [p for p in group if p.get("step_stats")]
+    if len(timed) < 2:
+        return []
+    found = []
+    for process in timed:
+        others = sorted(p["step_stats"]["median_s"] for p in timed if p is not process)
+        own = process["step_stats"]["median_s"]
+        typical = _quantile(others, 0.5)
+        if typical <= 0 or own <= typical * SLOW_RANK_RATIO:
+            continue
+        if len(others) >= 2:
+            mad = _quantile(sorted(abs(value - typical) for value in others), 0.5)
+            if own - typical <= SLOW_RANK_MADS * max(mad, typical * 0.01):
+                continue
+        found.append(
+            {
+                "rank": process["rank"],
+                "method": "step_times",
+                "step_s": own,
+                "others_step_s": typical,
+                "evidence": f"median step {own * 1e3:.1f} ms against {typical * 1e3:.1f} ms on the other ranks "
+                f"({own / typical:.2f}x)",
+            }
+        )
+    return sorted(found, key=lambda item: -item["step_s"] / item["others_step_s"])
+
+
+def _slow_by_collectives(group: list[dict]) -> list[dict]:
+    """In lockstep: the rank that waits least in its collectives is the one the others wait for."""
+    measured = [p for p in group if p.get("collective_s") is not None and p.get("window_s")]
+    if len(measured) < 2:
+        return []
+    found = []
+    for process in measured:
+        others = [p for p in measured if p is not process]
+        typical = _quantile(sorted(p["collective_s"] for p in others), 0.5)
+        share = _quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
+        own = process["collective_s"]
+        if share < COLLECTIVE_SHARE or own >= typical * COLLECTIVE_RATIO:
+            continue
+        low = min(p["collective_s"] for p in others)
+        high = max(p["collective_s"] for p in others)
+        steps = process.get("window_label") or "its window"
+        span = f"{low * 1e3:.0f}-{high * 1e3:.0f} ms" if high - low > 5e-4 else f"{high * 1e3:.0f} ms"
+        found.append(
+            {
+                "rank": process["rank"],
+                "method": "collectives",
+                "collective_s": own,
+                "others_collective_s": typical,
+                "evidence": f"in {steps} it spent {own * 1e3:.0f} ms in collectives against {span} on the other ranks: "
+                "the others wait for it",
+            }
+        )
+    return sorted(found, key=lambda item: item["collective_s"] / max(item["others_collective_s"], 1e-12))
+
+
+def _spikes(timed: list[dict]) -> list[dict]:
+    """Spikes grouped by step across ranks (lockstep spreads one rank's spike to all), worst first."""
+    by_step: dict[int, list[dict]] = {}
+    for process in timed:
+        for spike in process["step_stats"]["spikes"]:
+            by_step.setdefault(spike["step"], []).append({**spike, "rank": process.get("rank")})
+    grouped = []
+    for step, items in by_step.items():
+        worst = max(items, key=lambda item: item["vs_median"])
+        grouped.append(
+            {
+                "step": step,
+                "ranks": sorted(item["rank"] for item in items if item["rank"] is not None),
+                "processes": len(items),
+                "step_s": worst["step_s"],
+                "vs_median": round(worst["vs_median"], 2),
+            }
+        )
+    grouped.sort(key=lambda item: (-item["vs_median"], item["step"]))
+    return grouped[:SPIKES_SHOWN]
+
+
+def _window_steps(processes: list[dict]) -> list[dict]:
+    """The steps each set of ranks recorded: one entry when every rank's windows cover the same steps."""
+    by_steps: dict[tuple, list] = {}
+    for process in processes:
+        covered = tuple((w["first_step"], w["last_step"]) for w in process.get("windows") or () if w.get("last_step"))
+        if covered:
+            by_steps.setdefault((process.get("stage"), covered), []).append(process.get("rank"))
+    return [
+        {"stage": stage, "steps": [list(pair) for pair in covered], "ranks": sorted(r for r in ranks if r is not None)}
+        for (stage, covered), ranks in sorted(by_steps.items(), key=lambda kv: str(kv[0]))
+    ]
+
+
+def _suggestions(job: dict, processes: list[dict], command: list[str] | None) -> list[str]:
+    """The next runs: a window on the worst spike, and one on the slowest rank."""
+    tail = f" -- {shlex.join(command)}" if command else " -- COMMAND"
+    found = []
+    if job["spikes"]:
+        spike = job["spikes"][0]
+        ranks = spike["ranks"]
+        everyone = len(ranks) >= job["ranks"]
+        where = "" if everyone or not ranks else f" --ranks {rank_list(ranks)}"
+        found.append(f"npuprof-run --skip-first {spike['step'] - 1} --active 1{where}{tail}")
+    if job["slow_ranks"]:
+        slow = job["slow_ranks"][0]
+        skip = max(1, min(job["steps"] // 2, 10))
+        found.append(f"npuprof-run --skip-first {skip} --active 2 --ranks {slow['rank']}{tail}")
+    return found

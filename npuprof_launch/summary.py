@@ -1,0 +1,123 @@
+"""The summary a person reads at the end of a run and from ``--check DIR``: short at any scale.
+
+One headline for the job, the step times across ranks, a row per process for the first few and
+for those with problems (all of them with ``--verbose``), the findings, the problems grouped by
+rank, the next command to run, and how to open what was written.
+"""
+
+from __future__ import annotations
+
+from npuprof_launch import jobview, names
+
+#: Rows shown before "... and N more".
+ROWS_SHOWN = 8
+
+OPEN_TORCH = (
+    "open a trace: https://ui.perfetto.dev, 'Open trace file' (a .pt.trace.json or .pt.trace.json.gz; about 2 GB "
+    "at most in the browser); all ranks side by side: Holistic Trace Analysis (README, 'Output')"
+)
+OPEN_NPU = (
+    "open NPU data: MindStudio Insight, File > Open, a *_ascend_pt directory; all ranks: "
+    "msprof-analyze cluster -d {out}"
+)
+
+
+def _ms(seconds) -> str:
+    return f"{seconds * 1e3:.2f}" if seconds else "-"
+
+
+def format_table(report: dict, verbose: bool = False) -> str:
+    """The end-of-run summary (the launcher prints it on stderr; ``--check`` on stdout)."""
+    lines = []
+    processes = report["processes"]
+    job = report.get("job") or {}
+    out = report["output_dir"]
+    recorded = [p for p in processes if p.get("windows")]
+    lines.append(f"{names.VOICE} {_headline(processes, recorded, job)}; output in {out}")
+    step = job.get("step_time_s")
+    if step:
+        lines.append(
+            f"  step time (each rank's median time between step boundaries): median {_ms(step['median'])} ms, "
+            f"p90 {_ms(step['p90'])} ms; slowest step {_ms(step['max'])} ms"
+        )
+    if processes:
+        lines.append(f"  {'rank':>4} {'pid':>8} {'backend':7} {'steps':>6} {'windows':>7} {'step ms':>8}  traces")
+        shown = processes if verbose else _rows_to_show(processes, report)
+        for process in shown:
+            lines.extend(_row(process))
+        if len(shown) < len(processes):
+            lines.append(f"  ... and {len(processes) - len(shown)} more (npuprof-run --check {out} --verbose)")
+        lines.append("  (step ms: the median wall time between step boundaries, over the whole run)")
+    stepped = len(processes) - len(recorded)
+    if stepped:
+        lines.append(f"  {_count(stepped, 'process')} stepped but recorded no window")
+    if report.get("replaced"):
+        lines.append(
+            f"  {_count(len(report['replaced']), 'process')} replaced itself with os.exec and counted on there"
+        )
+    if report.get("idle_processes"):
+        n = report["idle_processes"]
+        lines.append(f"  {_count(n, 'other process')} imported torch but never stepped")
+    if report.get("findings"):
+        lines.append(f"{names.VOICE} findings:")
+        lines.extend(f"  - {finding}" for finding in report["findings"])
+    if report["problems"]:
+        lines.append(f"{names.VOICE} problems:")
+        lines.extend(f"  - {problem}" for problem in report["problems"])
+    for suggestion in job.get("suggestions") or ():
+        lines.append(f"{names.VOICE} next: {suggestion}")
+    if report.get("html"):
+        lines.append(f"{names.VOICE} the whole run on one page: {report['html']} (opens offline in a browser)")
+    if recorded:
+        backends = {p.get("backend") for p in recorded}
+        if "torch" in backends:
+            lines.append(f"{names.VOICE} {OPEN_TORCH}")
+        if "npu" in backends:
+            lines.append(f"{names.VOICE} {OPEN_NPU.format(out=out)}")
+    return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    plural = noun + ("es" if noun.endswith("process") else "s")
+    return f"1 {noun}" if n == 1 else f"{n} {plural}"
+
+
+def _headline(processes: list[dict], recorded: list[dict], job: dict) -> str:
+    text = f"{_count(len(recorded), 'process')} profiled"
+    if not processes:
+        return text
+    ranks = sorted({p["rank"] for p in processes if p.get("rank") is not None})
+    hosts = job.get("hosts") or 1
+    where = f"{jobview.who(ranks)} on {_count(hosts, 'host')}" if ranks else _count(hosts, "host")
+    done = f"{job.get('windows_completed', 0)} of {job.get('windows_planned', 0)} windows complete"
+    return f"{text} ({where}), {done}"
+
+
+def _rows_to_show(processes: list[dict], report: dict) -> list[dict]:
+    """The first few rows, then every row that has a problem, an error or a finding."""
+    flagged = {id(p) for p in processes if p.get("errors") or p.get("slowest_rank") or p.get("ended_note")}
+    incomplete = {id(p) for p in processes if (p.get("windows_completed") or 0) < (p.get("windows_planned") or 0)}
+    marked = flagged | incomplete
+    return [p for index, p in enumerate(processes) if index < ROWS_SHOWN or id(p) in marked]
+
+
+def _row(process: dict) -> list[str]:
+    rank = "-" if process.get("rank") is None else str(process["rank"])
+    step_s = process.get("median_step_s") or process.get("mean_step_s")
+    windows = f"{process.get('windows_completed') or 0}/{process.get('windows_planned') or 0}"
+    traces = ", ".join(process.get("traces") or []) or "(none)"
+    if process.get("stage"):
+        traces = f"stage {process['stage']}: {traces}"
+    flags = ""
+    if process.get("slowest_rank"):
+        flags += "  <- slowest"
+    if process.get("ended_note"):
+        flags += f"  ({process['ended_note']})"
+    lines = [
+        f"  {rank:>4} {process.get('pid') or 0:>8} {process.get('backend') or '-':7} {process.get('steps') or 0:>6} "
+        f"{windows:>7} {_ms(step_s):>8}  {traces}{flags}"
+    ]
+    if process.get("top_operators"):
+        tops = ", ".join(f"{op['name']} {op['self_us'] / 1e3:.2f} ms" for op in process["top_operators"][:3])
+        lines.append(f"       top self time: {tops}")
+    return lines

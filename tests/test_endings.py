@@ -1,0 +1,121 @@
+"""Issue 13: the record stays true however a process ends, and the rank is the job's own.
+
+os._exit (after and inside a window), a fork-started multiprocessing trainer (which leaves through
+os._exit), os.execv of the process after one step, a runpy wrapper around a script with a
+``__main__`` target, Lightning's DDP workers (no RANK set) under --ranks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from conftest import assert_ok, check_json, npuprof, python, script, status_records, torch_traces
+
+ENDINGS = script("endings.py")
+
+
+def run(out, how, *schedule):
+    bare = python([ENDINGS, "--how", how])
+    assert_ok(bare)
+    result = npuprof([*schedule, "--output-dir", out, "--", sys.executable, ENDINGS, "--how", how])
+    assert_ok(result)
+    assert result.stdout == bare.stdout
+    return result
+
+
+def test_os_exit_after_the_window_leaves_a_true_record(out):
+    run(out, "os_exit", "--skip-first", "2", "--active", "3")
+    (record,) = status_records(out)
+    assert record["ended"] == "os._exit" and record["steps"] == 8 and record["state"] == "done"
+    assert check_json(out)[0] == 0
+
+
+def test_os_exit_inside_the_window_keeps_the_whole_steps_it_recorded(out):
+    result = run(out, "os_exit_inside", "--skip-first", "2", "--active", "4")
+    (record,) = status_records(out)
+    assert record["ended"] == "os._exit" and record["steps"] == 4
+    assert record["windows"] == [{"first_step": 3, "last_step": 4, "complete": False, "traces": record["traces"]}]
+    assert len(torch_traces(out)) == 1
+    code, report = check_json(out)
+    assert code == 1
+    assert any("cut short by os._exit at step 4" in p and "steps 3-4" in p for p in report["problems"]), report
+    assert "run more steps" not in result.stderr
+
+
+def test_a_fork_started_trainer_is_profiled_and_its_record_closed(out):
+    run(out, "fork_trainer", "--skip-first", "2", "--active", "3")
+    (record,) = status_records(out)
+    assert record["ended"] == "os._exit" and record["steps"] == 8 and record["windows"][0]["complete"]
+
+
+def test_a_process_that_re_executes_itself_counts_on_in_its_new_image(out):
+    result = run(out, "exec", "--skip-first", "2", "--active", "3")
+    old, new = sorted(status_records(out), key=lambda r: r["started_ns"])
+    assert old["pid"] == new["pid"]
+    assert old["ended"] == "exec" and old["steps"] == 1
+    assert new["ended"] == "exit" and new["steps"] == 8
+    assert new["windows"][0]["first_step"] == 3 and new["windows"][0]["last_step"] == 5
+    code, report = check_json(out)
+    assert code == 0, report
+    assert "replaced itself with os.exec" in result.stderr
+
+
+def test_a_killed_process_is_told_as_such_with_its_last_known_step(out):
+    """SIGKILL runs no handler: the record holds the last count written (steps 1, 2, 4, 8, ...)."""
+    code = (
+        "import os, signal, torch\n"
+        "m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "for i in range(9):\n"
+        "    m(torch.ones(4)).sum().backward(); o.step(); o.zero_grad()\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    result = npuprof(["--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, "-c", code])
+    assert result.returncode == 128 + 9
+    (record,) = status_records(out)
+    assert record["ended"] is None and record["steps"] == 8
+    code, report = check_json(out)
+    assert "ended without exit handlers; last known step 8" in report["processes"][0]["ended_note"]
+    assert "killed by signal SIGKILL" in result.stderr or "ended without its exit handlers" in result.stderr
+
+
+def test_a_main_target_found_in_the_script_a_runpy_wrapper_runs(out):
+    """The wrapper imports torch first, then runs the script as __main__ in a module of its own."""
+    loop = script("generate_loop.py")
+    wrapper = script("runpy_wrapper.py")
+    bare = python([wrapper, loop, "--calls", "6"])
+    assert_ok(bare)
+    result = npuprof(
+        ["--target", "__main__:generate_step", "--skip-first", "1", "--active", "2", "--output-dir", out, "--"]
+        + [sys.executable, wrapper, loop, "--calls", "6"]
+    )
+    assert_ok(result)
+    assert result.stdout == bare.stdout
+    (record,) = status_records(out)
+    assert record["steps"] == 6 and record["windows"][0]["complete"], record
+    assert check_json(out)[0] == 0
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "ddp_spawn"])
+def test_lightning_ddp_workers_get_their_true_rank(tmp_path, strategy):
+    """Lightning's ddp sets only LOCAL_RANK and NODE_RANK, ddp_spawn nothing: torch.distributed tells."""
+    pytest.importorskip(
+        "lightning", reason="install the frameworks extra: pip install torch==2.13.0 -e '.[frameworks]'"
+    )
+    job = [script("lightning_job.py"), "--devices", "2", "--strategy", strategy, "--steps", "6"]
+    bare = python(job, cwd=str(tmp_path))
+    assert_ok(bare)
+    out = str(tmp_path / "out")
+    result = npuprof(
+        ["--ranks", "1", "--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, *job],
+        cwd=str(tmp_path),
+    )
+    assert_ok(result)
+    # Both ranks print at once: compare their lines, not how the two streams interleaved.
+    assert sorted(filter(None, result.stdout.splitlines())) == sorted(filter(None, bare.stdout.splitlines()))
+    profiled = [r for r in status_records(out) if r["state"] != "off"]
+    assert [(r["rank"], r["rank_source"]) for r in profiled] == [(1, "torch.distributed")]
+    (trace,) = torch_traces(out)
+    assert "_rank1_" in os.path.basename(trace)
+    assert "matched no process" not in result.stderr

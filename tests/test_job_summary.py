@@ -1,0 +1,84 @@
+"""Issue 15: the job's answer from whole-run step times and the window's traces.
+
+A real torchrun job of 4 gloo ranks where rank 2 sleeps before every step and rank 1 once at
+step 7: in lockstep the collectives name rank 2, and step 7 spikes on every rank; the suggested
+command, run, records step 7. The same job with ranks that train alone: step times name both.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+import pytest
+from conftest import assert_ok, check_json, clean_env, npuprof, python, script, status_records
+
+JOB = script("stragglers.py")
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4"]
+
+
+def env():
+    environ = clean_env()
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        environ.pop(var, None)
+    environ["OMP_NUM_THREADS"] = "1"
+    return environ
+
+
+def rank_lines(text: str) -> list[str]:
+    return sorted(line for line in text.splitlines() if line.startswith("rank "))
+
+
+@pytest.fixture(scope="module", params=["lockstep", "alone"])
+def straggler_run(request, tmp_path_factory):
+    mode = request.param
+    out = str(tmp_path_factory.mktemp(mode) / "out")
+    job = [*TORCHRUN, JOB, *(["--alone"] if mode == "alone" else [])]
+    bare = python(job[1:], env=env())
+    assert_ok(bare)
+    result = npuprof(["--skip-first", "2", "--active", "3", "--output-dir", out, "--", *job], env=env())
+    assert_ok(result)
+    assert rank_lines(result.stdout) == rank_lines(bare.stdout), "results unchanged, rank by rank"
+    return mode, out, result
+
+
+def test_the_summary_names_the_slow_rank_and_the_spike(straggler_run):
+    mode, out, result = straggler_run
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+    job = report["job"]
+    assert job["processes"] == 4 and job["ranks"] == 4 and job["hosts"] == 1 and job["steps"] == 12
+    assert set(job["step_time_s"]) == {"median", "p90", "max"}
+    assert job["slow_ranks"][0]["rank"] == 2, job["slow_ranks"]
+    assert job["slow_ranks"][0]["method"] == ("collectives" if mode == "lockstep" else "step_times")
+    worst = job["spikes"][0]
+    assert worst["step"] == 7, job["spikes"]
+    assert worst["ranks"] == ([0, 1, 2, 3] if mode == "lockstep" else [1])
+    assert worst["vs_median"] > 3
+    if mode == "lockstep":
+        assert "step 7: all 4 ranks" in result.stderr
+    assert "rank 2 is" in result.stderr
+    for process in report["processes"]:
+        assert process["windows"] == [{"first_step": 3, "last_step": 5, "complete": True, "traces": process["traces"]}]
+        assert process["step_times"] and os.path.isfile(os.path.join(out, process["step_times"]))
+
+
+def test_the_suggested_command_records_the_spike(straggler_run, tmp_path):
+    mode, out, result = straggler_run
+    if mode != "lockstep":
+        pytest.skip("one suggested run is enough")
+    (suggestion,) = [line for line in result.stderr.splitlines() if line.startswith("npuprof: next:")][:1]
+    args = shlex.split(suggestion.split("npuprof: next: npuprof-run ", 1)[1])
+    assert args[: args.index("--")] == ["--skip-first", "6", "--active", "1"]
+    again = str(tmp_path / "again")
+    rerun = npuprof(["--output-dir", again, *args], env=env())
+    assert_ok(rerun)
+    for record in status_records(again):
+        assert record["windows"][0]["first_step"] == 7 and record["windows"][0]["complete"]
+
+
+def test_the_processes_come_in_rank_order(straggler_run):
+    _, out, _ = straggler_run
+    _, report = check_json(out)
+    assert [p["rank"] for p in report["processes"]] == [0, 1, 2, 3]

@@ -1,0 +1,192 @@
+"""Issue 14: for every way the chain breaks, its own one-line reason, and no advice that does not apply.
+
+Each cause runs for real: a launch script that replaces PYTHONPATH, ``python -I``, a Python job that
+never imports torch, a job that exits 3 or dies of SIGSEGV in the middle of its window, SIGINT in
+the window, a --target called on a thread pool, ``--check`` on an empty directory. The reason is
+asserted at the end of the run and from ``--check``; "--target" and "run more steps" advice
+only where it applies.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import PYTHON, check_json, clean_env, npuprof, script, status_records
+
+TRAIN = script("train_loop.py")
+WRONG = ("--target MOD:QUALNAME", "run more steps", "lower --skip-first")
+
+
+def records(out: str) -> list[dict]:
+    return status_records(out) if os.path.isdir(out) else []
+
+
+def problems(result: subprocess.CompletedProcess) -> str:
+    return result.stderr.split("npuprof: problems:", 1)[-1]
+
+
+def assert_no_wrong_advice(text: str, *allowed: str) -> None:
+    for advice in WRONG:
+        if advice not in allowed:
+            assert advice not in text, f"false advice {advice!r} in:\n{text}"
+
+
+def test_a_launch_script_that_replaces_pythonpath(tmp_path, out):
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text(f"#!/bin/sh\nPYTHONPATH=/somewhere exec {sys.executable} {TRAIN} --steps 4\n")
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    result = npuprof(["--output-dir", out, "--", str(launcher)])
+    assert result.returncode == 0
+    text = problems(result)
+    assert "no Python process loaded the hook" in text and "replaces PYTHONPATH" in text
+    assert_no_wrong_advice(text)
+    code, report = check_json(out)
+    assert code == 1 and any("no Python process loaded the hook" in p for p in report["problems"])
+
+
+def test_python_isolated_mode(out):
+    result = npuprof(["--output-dir", out, "--", sys.executable, "-I", TRAIN, "--steps", "4"])
+    assert result.returncode == 0
+    assert "no Python process loaded the hook (the command runs python -I (isolated mode))" in result.stderr
+    assert_no_wrong_advice(result.stderr)
+
+
+def test_a_python_job_that_never_imports_torch(out):
+    result = npuprof(["--output-dir", out, "--", sys.executable, "-c", "pass"])
+    assert result.returncode == 0
+    assert "1 Python process loaded the hook, but none imported torch" in result.stderr
+    assert_no_wrong_advice(result.stderr)
+
+
+def test_a_command_that_fails_before_torch(out):
+    result = npuprof(["--output-dir", out, "--", sys.executable, "no_such_script.py"])
+    assert result.returncode == 2
+    assert "the command exited with status 2; 1 Python process loaded the hook, but none imported torch" in (
+        result.stderr
+    )
+
+
+CRASH_AT_STEP_3 = (
+    "import os, signal, sys, torch\n"
+    "m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+    "for i in range(1, 9):\n"
+    "    m(torch.ones(4)).sum().backward(); o.step(); o.zero_grad()\n"
+    "    if i == 3:\n"
+    "        {action}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("action", "status", "says"),
+    [
+        ("sys.exit(3)", 3, "the command exited with status 3"),
+        ("os.kill(os.getpid(), signal.SIGSEGV)", 128 + 11, "the command was killed by signal SIGSEGV"),
+        ("raise ValueError('boom')", 1, "the process ended with an uncaught ValueError (boom) after step 3"),
+    ],
+    ids=["exit-3", "sigsegv", "raises"],
+)
+def test_a_job_that_fails_in_its_window_is_told_first(out, action, status, says):
+    code = CRASH_AT_STEP_3.format(action=action)
+    result = npuprof(["--skip-first", "1", "--active", "4", "--output-dir", out, "--", sys.executable, "-c", code])
+    assert result.returncode == status
+    text = problems(result)
+    assert says in text, text
+    assert_no_wrong_advice(text)
+    code, report = check_json(out)
+    assert code == 1 and any(says in p for p in report["problems"]), report["problems"]
+
+
+def test_sigint_in_the_window_is_an_interruption_with_what_was_kept(out):
+    launcher = subprocess.Popen(
+        [PYTHON, "-m", "npuprof_launch", "--skip-first", "2", "--active", "1000", "--output-dir", out, "--"]
+        + [sys.executable, TRAIN, "--steps", "2000", "--sleep", "0.01", "--announce"],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(
+        r["state"] == "running" and r["steps"] >= 5 for r in status_records(out)
+    ):
+        time.sleep(0.1)
+    (record,) = status_records(out)
+    os.kill(record["pid"], signal.SIGINT)
+    _, stderr = launcher.communicate(timeout=120)
+    text = stderr.split("npuprof: problems:", 1)[-1]
+    assert "interrupted by SIGINT at step" in text and "its trace keeps steps 3-" in text, text
+    assert_no_wrong_advice(text)
+
+
+def test_a_target_called_on_a_thread_pool_without_range(out):
+    code = (
+        "import concurrent.futures, torch\n"
+        "import target_lib\n"
+        "with concurrent.futures.ThreadPoolExecutor(1) as pool:\n"
+        "    for _ in range(6):\n"
+        "        pool.submit(target_lib.step, torch.ones(2, 16)).result()\n"
+    )
+    env = clean_env(PYTHONPATH=os.path.dirname(TRAIN))
+    result = npuprof(
+        ["--target", "target_lib:step", "--skip-first", "1", "--output-dir", out, "--", sys.executable, "-c", code],
+        env=env,
+    )
+    assert result.returncode == 0
+    text = problems(result)
+    assert "not on the main thread" in text and "--range records single calls on any thread" in text, text
+    assert_no_wrong_advice(text)
+
+
+def test_check_on_an_empty_directory_says_what_it_is(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = npuprof(["--check", str(empty)])
+    assert result.returncode == 1
+    assert "an empty directory (no npuprof_status/ folder)" in result.stderr
+    assert_no_wrong_advice(result.stderr)
+    (tmp_path / "other" / "sub").mkdir(parents=True)
+    result = npuprof(["--check", str(tmp_path / "other")])
+    assert "a directory with no npuprof output in it" in result.stderr
+
+
+# -- arguments are never silently ignored ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--print-env", "--", "python", "x.py"], "--print-env prints export lines"),
+        (["--check", "{out}", "--", "python", "x.py"], "--check runs no command"),
+        (["--trigger", "{out}", "--", "python", "x.py"], "--trigger runs no command"),
+        (["--json"], "--json goes with --check DIR"),
+        (["--check", "{out}", "--active", "2"], "--active: not used by --check"),
+        (["--activ", "2", "--", "true"], "did you mean --active"),
+        (["--active", "2", "python", "--", "true"], "unexpected argument 'python' before --"),
+    ],
+)
+def test_an_argument_that_would_be_ignored_is_refused(out, args, says):
+    os.makedirs(os.path.join(out, "npuprof_status"), exist_ok=True)
+    result = npuprof([arg.format(out=out) for arg in args])
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("npuprof: ") and says in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_dash_v_is_the_version():
+    result = npuprof(["-V"])
+    assert result.returncode == 0 and result.stdout.startswith("npuprof-launch ")
+
+
+def test_eval_of_a_refused_print_env_ends_the_script(tmp_path):
+    """The refusal reaches the script: its eval fails as a prefix run would refuse to start."""
+    launch_script = f'eval "$({PYTHON} -m npuprof_launch --print-env --active abc)"\necho the job ran unprofiled\n'
+    result = subprocess.run(["bash", "-c", launch_script], env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "the job ran unprofiled" not in result.stdout
+    assert "npuprof: --active='abc': expected a whole number >= 1" in result.stderr

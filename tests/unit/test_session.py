@@ -1,0 +1,202 @@
+"""The session's state machine, driven in-process: a recording profiler, points that are always safe
+(or that make the action wait), no torch. What the subprocess tests check end to end, in microseconds."""
+
+from __future__ import annotations
+
+import contextlib
+
+from npuprof_launch import options, process
+from npuprof_launch.session import Session
+
+
+class Recorder:
+    """Stands in for torch.profiler.profile built with schedule(warmup=W, active=A, repeat=1): it
+    saves through on_trace_ready at its (W + A)-th step, or at stop() if it never got there."""
+
+    def __init__(self, calls: list, window, on_trace_ready) -> None:
+        self.calls, self.window, self.on_trace_ready = calls, window, on_trace_ready
+        self.stepped = 0
+        self.saved = False
+
+    def start(self) -> None:
+        self.calls.append(("start", self.window.first))
+
+    def step(self) -> None:
+        self.stepped += 1
+        self.calls.append(("step", self.stepped))
+        if self.stepped == self.window.warmup + self.window.active:
+            self.saved = True
+            self.on_trace_ready(self)
+
+    def stop(self) -> None:
+        self.calls.append(("stop", self.stepped))
+        if not self.saved:
+            self.on_trace_ready(self)
+
+
+class Backend:
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.calls: list = []
+        self.exports = 0
+
+    def build(self, *, config, window, on_trace_ready, output_dir, worker):
+        self.calls.append(("build", window.first, window.warmup, window.active))
+        return Recorder(self.calls, window, on_trace_ready)
+
+    def export(self, prof, output_dir, worker):
+        self.exports += 1
+        return [f"{output_dir}/window{self.exports}.pt.trace.json"]
+
+
+class Points:
+    """Safe everywhere, unless ``defer``: then actions wait until ``release()``."""
+
+    def __init__(self, defer: bool = False) -> None:
+        self.defer = defer
+        self.waiting = None
+
+    def run(self, action, *, inside_range):
+        if self.defer:
+            self.waiting = action
+            return False
+        action()
+        return True
+
+    def release(self) -> None:
+        action, self.waiting = self.waiting, None
+        if action is not None:
+            action()
+
+    def pending(self) -> bool:
+        return self.waiting is not None
+
+    def run_pending_now(self) -> None:
+        self.release()
+
+    def allowed_now(self) -> bool:
+        return True
+
+    def watch(self, on: bool) -> None:
+        pass
+
+    def quiet(self):
+        return contextlib.nullcontext()
+
+    def open_label(self, name: str):
+        return name
+
+    def close_label(self, label) -> None:
+        pass
+
+
+class Lifecycle:
+    def __init__(self) -> None:
+        self.slot = process.Slot()
+
+    def window_opened(self) -> None:
+        pass
+
+    def window_closed(self) -> None:
+        pass
+
+
+def session(tmp_path, points=None, **values) -> tuple[Session, Backend]:
+    config, problems = options.resolve({name: str(value) for name, value in values.items()}, {})
+    assert not problems
+    backend = Backend()
+    made = Session(
+        config=config,
+        output_dir=str(tmp_path),
+        rank=0,
+        rank_source="RANK",
+        environ={},
+        lifecycle=Lifecycle(),
+        points=points or Points(),
+        say=lambda message: None,
+        backend=backend,
+    )
+    made.clock_name = "optimizer.step"
+    return made, backend
+
+
+def steps(made: Session, count: int) -> None:
+    for _ in range(count):
+        made.step_ended(inside_range=True)
+
+
+def test_a_window_starts_before_its_first_step_and_saves_after_its_last(tmp_path):
+    made, backend = session(tmp_path, **{"skip-first": 2, "active": 2})
+    steps(made, 2)
+    assert backend.calls == [("build", 3, 0, 2), ("start", 3)]
+    steps(made, 2)
+    assert backend.calls[2:] == [("step", 1), ("step", 2), ("stop", 2)]
+    assert made.results == [{"first_step": 3, "last_step": 4, "complete": True, "traces": ["window1.pt.trace.json"]}]
+    assert made.windows_completed == 1 and made.window is None
+    steps(made, 3)
+    assert len(backend.calls) == 5, "after the last window the session only counts"
+    assert made.steps == 7
+
+
+def test_each_window_has_a_profiler_of_its_own(tmp_path):
+    made, backend = session(tmp_path, **{"skip-first": 1, "wait": 1, "warmup": 1, "active": 1, "repeat": 2})
+    steps(made, 8)
+    assert [call for call in backend.calls if call[0] == "build"] == [("build", 3, 1, 1), ("build", 6, 1, 1)]
+    assert [(r["first_step"], r["last_step"], r["complete"]) for r in made.results] == [(4, 4, True), (7, 7, True)]
+
+
+def test_an_action_that_waited_does_what_the_count_asks_when_it_runs(tmp_path):
+    points = Points(defer=True)
+    made, backend = session(tmp_path, points=points, **{"skip-first": 1, "active": 3})
+    steps(made, 1)
+    points.release()  # the safe point after step 1: the window starts before step 2
+    assert backend.calls == [("build", 2, 0, 3), ("start", 2)]
+    steps(made, 2)  # steps 2 and 3 end while the action waits (inside backward, say)
+    points.release()
+    assert backend.calls[2:] == [("step", 1), ("step", 2)], "one profiler step per boundary passed"
+    steps(made, 1)
+    points.release()
+    assert made.results[0]["complete"] and made.results[0]["last_step"] == 4
+
+
+def test_a_start_that_comes_late_moves_the_window_and_says_so(tmp_path):
+    points = Points(defer=True)
+    made, backend = session(tmp_path, points=points, **{"skip-first": 1, "active": 2})
+    steps(made, 2)  # the start due before step 2 could not run until step 2 ended
+    points.release()
+    assert backend.calls[0] == ("build", 3, 0, 2)
+    assert any("could start only at step 3" in warning for warning in made.warnings)
+
+
+def test_a_window_cut_short_keeps_its_whole_steps(tmp_path):
+    made, backend = session(tmp_path, **{"skip-first": 1, "active": 5})
+    steps(made, 4)
+    made.flush("SIGTERM")
+    assert made.results[0] == {
+        "first_step": 2,
+        "last_step": 4,
+        "complete": False,
+        "traces": ["window1.pt.trace.json"],
+    }
+    assert made.partial_traces == 1 and made.windows_completed == 0
+    assert any("cut short by SIGTERM at step 4; its trace keeps steps 2-4" in w for w in made.warnings)
+
+
+def test_a_taken_back_step_leaves_the_count_one_lower(tmp_path):
+    made, _ = session(tmp_path, **{"skip-first": 8})
+    steps(made, 3)
+    made.retract()
+    assert made.steps == 2
+
+
+def test_call_at_lets_the_clock_count_alone_until_the_window(tmp_path):
+    """The lean hook calls the session only at call_at: a checkpoint (steps 1, 2, 4, 8, ...) or
+    the boundary one before the window's first (to watch the job's ranges), never later."""
+    made, _ = session(tmp_path, **{"skip-first": 10, "active": 1})
+    seen = []
+    while made.steps < 12:
+        seen.append(made.call_at)
+        made.steps = max(made.steps, int(made.call_at) - 1)  # what the lean hook counts alone
+        made.step_ended(inside_range=True)
+    assert seen[:4] == [0, 2, 4, 8] and 9 in seen, seen
