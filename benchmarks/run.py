@@ -386,7 +386,7 @@ def check_traces(child: Child, out: str, active: int) -> None:
     """A whole-run arm counts only if it wrote one trace of ``active`` profiled steps."""
     if child.returncode != 0:
         raise RuntimeError(f"the whole-run job failed (exit {child.returncode}):\n{child.stderr[-2000:]}")
-    paths = [os.path.join(out, name) for name in os.listdir(out) if name.endswith(names.TORCH_TRACE_SUFFIX)]
+    paths = [os.path.join(out, name) for name in os.listdir(out) if name.endswith(names.TORCH_TRACE_SUFFIXES)]
     counts = [deliverables.count_profiler_steps(path) for path in paths]
     if counts != [active]:
         raise RuntimeError(f"expected one trace of {active} steps in {out}, got {counts}")

@@ -33,24 +33,64 @@ from npuprof_launch import deliverables, files, names
 
 #: How long to wait for torch_npu's parse to finish (async mode) before moving what is there.
 PARSE_WAIT_S = 600.0
-RESULT_SUFFIX = ".aftercare.json"
+#: The results live in a folder of their own: a status record is every ``*.json`` of npuprof_status/.
+RESULTS_DIR = "windows"
 PARTIAL_PREFIX = ".npuprof-partial-"
 
 _stop = False
 
 
 def result_path(status_file: str, window: int) -> str:
-    """Where the result of a record's ``window``-th window goes: beside the record."""
-    return f"{status_file[: -len('.json')]}.window{window}{RESULT_SUFFIX}"
+    """Where the result of a record's ``window``-th window goes: npuprof_status/windows/, named after the record."""
+    folder, name = os.path.split(status_file)
+    return os.path.join(folder, RESULTS_DIR, f"{name[: -len('.json')]}.window{window}.json")
 
 
-def read_result(status_file: str, window: int) -> dict | None:
+def unfinished(output_dir: str, records: list[dict]) -> list[str]:
+    """The results of windows whose aftercare still runs (its result says so, or is not written yet)."""
+    waiting = []
+    for found in records:
+        for window in found.get("windows") or ():
+            path = window.get("aftercare")
+            if not path:
+                continue
+            try:
+                with open(os.path.join(output_dir, path)) as handle:
+                    status = json.load(handle).get("status")
+            except (OSError, ValueError, AttributeError):
+                status = None
+            if status in (None, "running") and _alive(found):
+                waiting.append(path)
+    return waiting
+
+
+def _alive(found: dict) -> bool:
+    """A result not written yet only matters while its process (or its aftercare) may still write it."""
+    return found.get("ended") is not None or found.get("host") != names.host() or _pid_alive(found.get("pid"))
+
+
+def _pid_alive(pid) -> bool:
     try:
-        with open(result_path(status_file, window)) as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+        os.kill(int(pid), 0)
+    except (OSError, TypeError, ValueError):
+        return False
+    return True
+
+
+def wait(output_dir: str, records: list[dict], timeout: float, say) -> list[str]:
+    """Wait (at most ``timeout`` seconds) for the windows' aftercare; say so after a couple of
+    seconds. Returns the results still unfinished."""
+    deadline = time.monotonic() + timeout
+    told = None
+    while True:
+        waiting = unfinished(output_dir, records)
+        if not waiting or time.monotonic() >= deadline:
+            return waiting
+        left = deadline - time.monotonic()
+        if timeout - left > 2 and (told is None or time.monotonic() - told > 10):
+            say(f"waiting for {len(waiting)} window(s) to be compressed or moved home ({left:.0f} s at most)")
+            told = time.monotonic()
+        time.sleep(0.2)
 
 
 def command(*, traces: list[str], result: str, kind: str, gzip_traces: bool, stage: str | None, home: str) -> list[str]:

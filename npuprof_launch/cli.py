@@ -18,6 +18,8 @@ import npuprof_launch
 from npuprof_launch import launch, names, options, report, summary
 
 USAGE_ERROR = 2
+#: How long the launcher waits, after the job, for its windows' aftercare (compression, moves).
+AFTERCARE_WAIT_S = 120.0
 TRIGGER_TIMEOUT = 30.0
 
 GROUP_TITLES = {
@@ -120,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--verbose", action="store_true", default=None, help="with --check: a row for every process, not the first few"
     )
     modes.add_argument(
+        "--deep",
+        action="store_true",
+        default=None,
+        help="with --check: read every trace again, however large (by default, past 512 MB of traces, the "
+        "summaries each window's aftercare wrote are used)",
+    )
+    modes.add_argument(
         "--trigger",
         metavar="DIR",
         help="ask the running --on-demand job writing to DIR for one window now (its --active, --warmup, --wait "
@@ -131,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help=f"with --trigger: seconds to wait for a process to take the request (default {TRIGGER_TIMEOUT:g})",
+    )
+    modes.add_argument(
+        "--align",
+        metavar="N",
+        type=int,
+        default=None,
+        help="with --trigger: each process starts its window at its next step that is a multiple of N, plus one "
+        "(default: the step the trigger picks from the job's records, the same for every process)",
     )
     modes.add_argument("-V", "--version", action="version", version=f"npuprof-launch {npuprof_launch.__version__}")
     groups = {}
@@ -202,8 +219,14 @@ def check_mode_arguments(namespace: argparse.Namespace, command: list[str]) -> s
         raise UsageError("--json goes with --check DIR: npuprof-run --check DIR --json")
     if namespace.verbose and mode != "--check":
         raise UsageError("--verbose goes with --check DIR: npuprof-run --check DIR --verbose")
+    if namespace.deep and mode != "--check":
+        raise UsageError("--deep goes with --check DIR: npuprof-run --check DIR --deep")
     if namespace.timeout is not None and mode != "--trigger":
         raise UsageError("--timeout goes with --trigger DIR")
+    if namespace.align is not None and mode != "--trigger":
+        raise UsageError("--align goes with --trigger DIR")
+    if namespace.align is not None and namespace.align < 1:
+        raise UsageError(f"--align {namespace.align}: expected a whole number >= 1")
     if mode is None:
         return None
     if command:
@@ -233,10 +256,10 @@ def main(argv: list[str] | None = None) -> int:
         command = command or namespace.command
         mode = check_mode_arguments(namespace, command)
         if mode == "--check":
-            return check(namespace.check, bool(namespace.json), bool(namespace.verbose))
+            return check(namespace.check, bool(namespace.json), bool(namespace.verbose), namespace.deep)
         if mode == "--trigger":
             timeout = TRIGGER_TIMEOUT if namespace.timeout is None else namespace.timeout
-            return trigger(namespace.trigger, resolve_config(namespace, os.environ), timeout)
+            return trigger(namespace.trigger, resolve_config(namespace, os.environ), timeout, namespace.align)
         if mode == "--analyse DIR":
             return analyse(namespace.analyse_dir, namespace)
         if mode == "--print-env":
@@ -253,12 +276,21 @@ def main(argv: list[str] | None = None) -> int:
     outcome = launch.run(command, launch.job_environment(config, os.environ, output_dir, run_id))
     try:
         launch.write_run(output_dir, run_id, command, outcome)
+        wait_for_aftercare(output_dir, run_id)
         result = report.build(output_dir, run_id)
         result["html"] = write_html(result)
         sys.stderr.write(summary.format_table(result) + "\n")
     except Exception as exc:  # noqa: BLE001 - the job's status matters more than our summary
         names.say(f"could not build the report: {exc!r}")
     return outcome["status"]
+
+
+def wait_for_aftercare(output_dir: str, run_id: str) -> None:
+    """The windows' compression and moves run after the job's processes ended (aftercare.py)."""
+    from npuprof_launch import aftercare, record
+
+    records = [r for r in record.read_dir(output_dir) if r.get("run_id") == run_id]
+    aftercare.wait(output_dir, records, AFTERCARE_WAIT_S, names.say)
 
 
 def write_html(result: dict) -> str | None:
@@ -286,13 +318,20 @@ def print_env(namespace: argparse.Namespace) -> int:
     return 0
 
 
-def trigger(directory: str, config: options.Config, timeout: float) -> int:
-    """``--trigger DIR``: write one request, then say which processes took it (exit 1 if none did)."""
-    from npuprof_launch import ondemand
+def trigger(directory: str, config: options.Config, timeout: float, align: int | None = None) -> int:
+    """``--trigger DIR``: write one request, then say which processes took it (exit 1 if none did).
+
+    Every process that takes it opens its window on the same step: one no process has reached yet
+    (from their records), or with ``--align N`` each one's next multiple of N plus one.
+    """
+    from npuprof_launch import ondemand, record
 
     if not os.path.isdir(names.status_dir(directory)):
         raise UsageError(f"--trigger {directory!r}: no npuprof job writes there (no {names.STATUS_DIR}/ folder)")
-    request = ondemand.write_request(directory, config.active, config.warmup, config.wait, config.ranks)
+    start = None if align else ondemand.common_start(record.read_dir(directory), config.ranks)
+    request = ondemand.write_request(
+        directory, config.active, config.warmup, config.wait, config.ranks, start_step=start, align=align
+    )
     deadline = time.monotonic() + timeout
     while True:
         taken = ondemand.pickups(directory, request["id"])
@@ -307,15 +346,18 @@ def trigger(directory: str, config: options.Config, timeout: float) -> int:
         )
         return 1
     time.sleep(ondemand.POLL_INTERVAL)  # late takers of the same request are listed too
-    for record in ondemand.pickups(directory, request["id"]):
-        rank = record.get("rank")
-        who = f"rank {rank} pid {record.get('pid')}" if rank is not None else f"pid {record.get('pid')}"
-        stage = f" stage {record['stage']}" if record.get("stage") else ""
-        print(f"npuprof: request {request['id']} taken by {who}{stage} on {record.get('host')}")
+    for taker in ondemand.pickups(directory, request["id"]):
+        rank = taker.get("rank")
+        who = f"rank {rank} pid {taker.get('pid')}" if rank is not None else f"pid {taker.get('pid')}"
+        stage = f" stage {taker['stage']}" if taker.get("stage") else ""
+        print(f"npuprof: request {request['id']} taken by {who}{stage} on {taker.get('host')}")
+    where = f"at step {start}" if start else (f"at each one's next multiple of {align} plus one" if align else "")
+    if where:
+        print(f"npuprof: every process that took it opens its window {where}")
     return 0
 
 
-def check(directory: str, as_json: bool, verbose: bool = False) -> int:
+def check(directory: str, as_json: bool, verbose: bool = False, deep: bool | None = None) -> int:
     """``--check DIR``: the report of everything in DIR; exit 0 only when it passed."""
     import json
 
@@ -329,7 +371,7 @@ def check(directory: str, as_json: bool, verbose: bool = False) -> int:
             f"(default {names.DEFAULT_OUTPUT_DIR})"
         )
         return 1
-    result = report.build(directory)
+    result = report.build(directory, deep=deep)
     result["html"] = write_html(result)
     if as_json:
         print(json.dumps(result, indent=1))

@@ -40,8 +40,9 @@ STATUS_DIR = "npuprof_status"
 REQUESTS_DIR = "npuprof_requests"
 #: One line per process that loaded the hook, and one per process that imported torch and never stepped.
 PROCESS_LOG = "processes.jsonl"
-#: Suffix of a torch.profiler Chrome trace written by the torch backend.
+#: Suffix of a torch.profiler Chrome trace written by the torch backend (and once compressed).
 TORCH_TRACE_SUFFIX = ".pt.trace.json"
+TORCH_TRACE_SUFFIXES = (TORCH_TRACE_SUFFIX, TORCH_TRACE_SUFFIX + ".gz")
 #: Suffix of a torch_npu profiler session directory.
 ASCEND_DIR_SUFFIX = "_ascend_pt"
 #: Suffix of a process's whole-run step times (one record of them per status record).

@@ -19,14 +19,25 @@ POLL_INTERVAL = 0.25
 REQUEST_SUFFIX = ".request.json"
 #: The schedule fields a request may carry, with their lower bounds.
 REQUEST_FIELDS = {"active": 1, "warmup": 0, "wait": 0}
+#: Seconds of a process's steps between where it is estimated to be (its last written count, plus
+#: its step time times the record's age) and the step its window starts on: time for the request
+#: to reach it (it looks four times a second) before it gets there.
+REQUEST_LEAD_S = 1.5
 
 
 def requests_dir(output_dir: str) -> str:
     return names.requests_dir(output_dir)
 
 
-def write_request(output_dir: str, active: int, warmup: int, wait: int, ranks) -> dict:
-    """Write one request atomically, readable and writable by this user only."""
+def write_request(
+    output_dir: str, active: int, warmup: int, wait: int, ranks, start_step: int | None = None, align: int | None = None
+) -> dict:
+    """Write one request atomically, readable and writable by this user only.
+
+    ``start_step``: the step every taker opens its window on (the first traced step), so all
+    ranks record the same steps; ``align``: instead, each taker rounds its next step up to a
+    multiple of it (plus one), as dynolog's iteration round-up does.
+    """
     created = time.time_ns()
     request = {
         "id": f"{created}-{os.getpid()}",
@@ -34,10 +45,36 @@ def write_request(output_dir: str, active: int, warmup: int, wait: int, ranks) -
         "warmup": warmup,
         "wait": wait,
         "ranks": list(ranks) if ranks is not None else None,
+        "start_step": start_step,
+        "align": align,
         "created_ns": created,
     }
     files.write_json(os.path.join(requests_dir(output_dir), request["id"] + REQUEST_SUFFIX), request, mode=0o600)
     return request
+
+
+def common_start(records: list[dict], ranks=None, now_ns: int | None = None) -> int | None:
+    """A step no process of the running job has reached yet, by the time it sees the request.
+
+    From each running record: its last written count, plus what it ran since (its mean step time
+    and the record's age) and what it may run within REQUEST_LEAD_S, plus one. None when no
+    running process has a count to go by.
+    """
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    candidates = []
+    for found in records:
+        if found.get("ended") or found.get("state") == "off" or not found.get("on_demand"):
+            continue
+        if ranks is not None and (found.get("rank") or 0) not in ranks:
+            continue
+        steps = found.get("steps") or 0
+        step_s = found.get("mean_step_s")
+        ahead = 0
+        if step_s and step_s > 0:
+            age_s = max(0.0, (now_ns - (found.get("updated_ns") or now_ns)) / 1e9)
+            ahead = int((age_s + REQUEST_LEAD_S) / step_s) + 1
+        candidates.append(steps + ahead + 1)
+    return max(candidates) if candidates else None
 
 
 def withdraw(output_dir: str, request_id: str) -> None:
@@ -74,6 +111,10 @@ def parse_request(text: str) -> dict:
     ranks = data.get("ranks")
     if ranks is not None and (not isinstance(ranks, list) or not all(isinstance(r, int) for r in ranks)):
         raise ValueError(f"ranks must be a list of whole numbers or null, got {ranks!r}")
+    for field in ("start_step", "align"):
+        value = data.get(field)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValueError(f"{field} must be a whole number >= 1 or null, got {value!r}")
     if not isinstance(data.get("created_ns"), int):
         raise ValueError("created_ns must be a whole number")
     return data

@@ -218,6 +218,29 @@ OPTIONS: tuple[Option, ...] = (
         group="output",
         metavar="DIR",
     ),
+    Option(
+        "stage-dir",
+        "path",
+        None,
+        "write each window here first (a node-local disk), then move it into --output-dir off the training path",
+        group="output",
+        metavar="DIR",
+    ),
+    Option(
+        "gzip",
+        "bool",
+        True,
+        "compress each torch trace (.pt.trace.json.gz, about a tenth of the size) after the window, off the "
+        "training path; --no-gzip keeps plain JSON",
+        group="output",
+    ),
+    Option(
+        "step-times",
+        "bool",
+        True,
+        "keep every step's wall time in a small file per process, for the job's summary and its HTML page",
+        group="output",
+    ),
     Option("skip-first", "count", 1, "steps ignored before the schedule starts", metavar="N"),
     Option("wait", "count", 0, "schedule wait: idle steps at the start of each window", metavar="N"),
     Option("warmup", "count", 0, "schedule warmup: steps traced but discarded before each window", metavar="N"),
@@ -314,6 +337,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("with-stack", "bool", False, "record Python call stacks of operators", group="profiler"),
     Option("with-modules", "bool", False, "record the nn.Module hierarchy of operators", group="profiler"),
     Option("with-flops", "bool", False, "estimate FLOPs of matrix operators", group="profiler"),
+    Option(
+        "max-window-mb",
+        "positive",
+        None,
+        "stop a window early, its trace kept and marked, once the process's memory has grown by N MB while it "
+        "records (the profiler keeps its events in memory until the window ends)",
+        group="profiler",
+        metavar="N",
+    ),
     Option("l2-cache", "bool", False, "collect L2 cache hit rates (torch_npu l2_cache)", group="npu"),
     Option(
         "data-simplification",

@@ -71,6 +71,8 @@ FIELDS: dict[str, object] = {
     "step_times": None,
     #: jobview.rank_stats of the whole run, written at the process's end (None before, or when killed).
     "step_stats": None,
+    #: How many errors and warnings the profiler itself logged ({"error": n, "warning": n}).
+    "profiler_messages": {},
     "started_ns": 0,
     "updated_ns": 0,
     #: How the process ended (ENDED_*), or None while it runs or when it ended without its handlers.

@@ -21,6 +21,10 @@ from npuprof_launch.record import ENDED_EXEC, alive_here, read_dir
 from npuprof_launch.schedule import Schedule
 
 TOP_OPERATORS = 5
+#: Up to this much trace on disk every trace is read again (deep); past it the windows' own
+#: summaries are used (aftercare.py) and ``--check --deep`` reads them all, at about DEEP_RATE.
+DEEP_BYTES = 512 * 2**20
+DEEP_RATE = 40 * 2**20
 
 #: Why a Python process may not load the hook, for the report's first reason.
 NO_HOOK_CAUSES = (
@@ -30,12 +34,19 @@ NO_HOOK_CAUSES = (
 PYTHON_FLAGS_WITHOUT_HOOK = {"-I": "isolated mode", "-E": "ignores PYTHON* variables", "-S": "skips site"}
 
 
-def build(output_dir: str, run_id: str | None = None) -> dict:
-    """The report of everything under ``output_dir`` (only run ``run_id``'s processes, if given)."""
+def build(output_dir: str, run_id: str | None = None, deep: bool | None = None) -> dict:
+    """The report of everything under ``output_dir`` (only run ``run_id``'s processes, if given).
+
+    ``deep``: read every trace again (True), use the windows' own summaries (False), or the first
+    when the traces are small (None: up to DEEP_BYTES on disk).
+    """
     output_dir = os.path.abspath(output_dir)
     runs = launch.read_runs(output_dir)
-    run = runs.get(run_id) if run_id else (list(runs.values())[-1] if len(runs) == 1 else None)
+    run = runs.get(run_id) if run_id else _one_run(runs)
     records = [r for r in read_dir(output_dir) if not run_id or r.get("run_id") == run_id]
+    weight = _trace_bytes(output_dir, records)
+    if deep is None:
+        deep = weight <= DEEP_BYTES
     log = processlog.read(output_dir, run_id)
     problems: list[tuple[int | None, str]] = []
     findings: list[str] = []
@@ -51,7 +62,7 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
         elif record.get("state") == "off" and not record.get("windows_planned"):
             excluded.append(record)
         else:
-            processes.append(_process(record, output_dir, run, problems, findings))
+            processes.append(_process(record, output_dir, run, problems, findings, deep))
     processes.sort(key=_order)
     problems.extend((None, problem) for problem in _excluded_problems(excluded, processes))
     idle = [line for line in log if line.get("event") == processlog.IDLE]
@@ -74,8 +85,15 @@ def build(output_dir: str, run_id: str | None = None) -> dict:
             "the ranks' windows cover different steps: "
             + "; ".join(f"{jobview.who(w['ranks'])}: steps {_steps_text(w['steps'])}" for w in job["window_steps"])
         )
+    if not deep and weight:
+        findings.append(
+            f"the traces ({weight / 2**30:.1f} GB) were not read again: their summaries were; "
+            f"npuprof-run --check {output_dir} --deep reads every one (about {weight / DEEP_RATE / 60:.0f} min)"
+        )
     return {
         "passed": not problems and bool(processes),
+        "deep": deep,
+        "trace_bytes": weight,
         "findings": findings,
         "problems": _grouped(problems),
         "job": job,
@@ -104,7 +122,24 @@ def _steps_text(pairs) -> str:
     return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in pairs)
 
 
-def _process(record: dict, output_dir: str, run: dict | None, problems: list, findings: list) -> dict:
+def _one_run(runs: dict) -> dict | None:
+    """Without a run id: the one run, or among several the first that did not end well."""
+    if len(runs) == 1:
+        return next(iter(runs.values()))
+    failed = [run for run in runs.values() if run.get("status") not in (None, 0)]
+    return failed[0] if failed else None
+
+
+def _trace_bytes(output_dir: str, records: list[dict]) -> int:
+    total = 0
+    for record in records:
+        for rel in record.get("traces") or ():
+            path, _ = locate(output_dir, rel)
+            total += _bytes(path) if path else 0
+    return total
+
+
+def _process(record: dict, output_dir: str, run: dict | None, problems: list, findings: list, deep: bool) -> dict:
     """One report row, its deliverables checked; its problems added, each with its true reason."""
     process = {
         key: record.get(key)
@@ -135,7 +170,7 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
         profiler_steps=0,
     )
     self_times: dict[str, float] = {}
-    trace_problems, collective_us, window_us = _check_traces(record, output_dir, process, self_times)
+    trace_problems, collective_us, window_us = _check_traces(record, output_dir, process, self_times, deep)
     process["top_operators"] = [
         {"name": name, "self_us": round(us, 1)}
         for name, us in sorted(self_times.items(), key=lambda kv: -kv[1])[:TOP_OPERATORS]
@@ -314,25 +349,78 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}es" if noun.endswith("process") else f"{count} {noun}s"
 
 
-def _check_traces(record: dict, output_dir: str, process: dict, self_times: dict) -> tuple[list[str], float, float]:
+def locate(output_dir: str, rel: str, staged: list[str] | None = None) -> tuple[str | None, str | None]:
+    """Where a recorded trace is now: at home as recorded, or still plain (its compression did not
+    finish), or still in the stage directory (its move did not); and a note when it is not home."""
+    path = os.path.join(output_dir, rel)
+    if os.path.exists(path):
+        return path, None
+    if path.endswith(".gz") and os.path.exists(path[:-3]):
+        return path[:-3], None
+    for candidate in staged or ():
+        plain = candidate[:-3] if candidate.endswith(".gz") else candidate
+        if os.path.basename(plain) == os.path.basename(path[:-3] if path.endswith(".gz") else path):
+            for found in (candidate, plain, candidate + ".gz"):
+                if os.path.exists(found):
+                    return found, f"left in the stage directory: {found} (its move did not finish)"
+    return None, None
+
+
+def _check_traces(
+    record: dict, output_dir: str, process: dict, self_times: dict, deep: bool
+) -> tuple[list[str], float, float]:
+    """Each window's deliverables, from its aftercare's summary where one was written (small files,
+    whatever the trace's size), else from the trace itself; and where each file is."""
     problems: list[str] = []
     collective_us = window_us = 0.0
     backend = record.get("backend")
     export_type = (record.get("options") or {}).get("export-type") or ["text"]
-    for rel in record.get("traces") or []:
-        path = os.path.join(output_dir, rel)
-        if backend == "npu":
-            problems.extend(deliverables.check_ascend_dir(path, export_type))
-            for name, us in deliverables.npu_operator_totals(path).items():
+    process["window_bytes"] = []
+    windows = [dict(w) for w in record.get("windows") or []]
+    attributed = {rel for window in windows for rel in window.get("traces") or ()}
+    loose = [rel for rel in record.get("traces") or () if rel not in attributed]
+    if loose:  # a record from before windows were recorded, or traces listed by hand
+        windows.append({"traces": loose})
+    for window in windows:
+        care = _aftercare_result(output_dir, window)
+        if care and care.get("errors"):
+            problems.extend(f"{_label(record)}: {error}" for error in care["errors"])
+        size = sum((care or {}).get("bytes", {}).values()) if care else 0
+        plain = sum((care or {}).get("plain_bytes", {}).values()) if care else 0
+        for rel in window.get("traces") or []:
+            path, note = locate(output_dir, rel, window.get("staged"))
+            if path is None:
+                problems.append(f"{_label(record)}: {rel}: missing")
+                continue
+            if note:
+                problems.append(f"{_label(record)}: {note}")
+            if not care:
+                size += _bytes(path)
+            if backend == "npu":
+                problems.extend(deliverables.check_ascend_dir(path, export_type))
+                for name, us in deliverables.npu_operator_totals(path).items():
+                    self_times[name] = self_times.get(name, 0.0) + us
+                continue
+            summary = care.get("summary") if care and care.get("status") == "done" and not deep else None
+            if summary is None:
+                parsed = deliverables.summarize_torch_trace(path)
+                plain = plain or (os.path.getsize(path) if not path.endswith(".gz") else 0)
+                summary = {
+                    "steps": len(parsed.step_names),
+                    "collective_us": parsed.collective_us,
+                    "window_us": sum(parsed.step_durations_us),
+                    "self_time_us": parsed.self_time_us,
+                    "problems": parsed.problems,
+                }
+            problems.extend(summary.get("problems") or [])
+            process["profiler_steps"] += summary.get("steps", 0)
+            collective_us += summary.get("collective_us", 0.0)
+            window_us += summary.get("window_us", 0.0)
+            for name, us in (summary.get("self_time_us") or {}).items():
                 self_times[name] = self_times.get(name, 0.0) + us
-            continue
-        summary = deliverables.summarize_torch_trace(path)
-        problems.extend(summary.problems)
-        process["profiler_steps"] += len(summary.step_names)
-        collective_us += summary.collective_us
-        window_us += sum(summary.step_durations_us)
-        for name, us in summary.self_time_us.items():
-            self_times[name] = self_times.get(name, 0.0) + us
+        if window.get("traces"):
+            process["window_bytes"].append(size)
+            problems.extend(f"{_label(record)}: {warning}" for warning in _size_warnings(window, size, plain, backend))
     saved = (record.get("windows_completed") or 0) + (record.get("partial_traces") or 0)
     if backend == "npu" and saved and not record.get("traces"):
         problems.append(
@@ -341,6 +429,52 @@ def _check_traces(record: dict, output_dir: str, process: dict, self_times: dict
             "(its [ERROR] lines on the job's stderr say why)"
         )
     return problems, collective_us, window_us
+
+
+#: What a window's trace may weigh before a viewer cannot open it (reference/field-2026.md; Perfetto's
+#: docs/visualization/large-traces.md: about 2 GB of memory in the browser, JSON costing several times
+#: its size; catapult's chrome://tracing: a 256 MB string; MindStudio Insight: 10 GB a JSON file).
+VIEWER_LIMITS = (
+    (10 * 2**30, "MindStudio Insight (10 GB a JSON file)"),
+    (1 * 2**30, "Perfetto in the browser (a JSON trace over about 1 GB; its trace_processor server takes more)"),
+    (256 * 2**20, "chrome://tracing (256 MB)"),
+)
+SMALLER = "fewer --active steps, --ranks, a lower --level, no --with-stack or --record-shapes"
+
+
+def _size_warnings(window: dict, size: int, plain: int, backend: str | None) -> list[str]:
+    """A window too large for the viewers, with the options that make it smaller."""
+    weight = plain or size
+    for limit, viewer in VIEWER_LIMITS:
+        if weight > limit:
+            what = f"window steps {window.get('first_step')}-{window.get('last_step')}"
+            return [
+                f"{what} is {weight / 2**20:.0f} MB of trace, more than {viewer} opens; to make it smaller: {SMALLER}"
+            ]
+    return []
+
+
+def _aftercare_result(output_dir: str, window: dict) -> dict | None:
+    path = window.get("aftercare")
+    if not path:
+        return None
+    try:
+        import json
+
+        with open(os.path.join(output_dir, path)) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _bytes(path: str) -> int:
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, names_ in os.walk(path) for f in names_)
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]:

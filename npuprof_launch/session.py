@@ -33,12 +33,14 @@ import time
 
 from npuprof_launch import coexist, files, names, options, record, steptimes
 from npuprof_launch.record import State
-from npuprof_launch.schedule import Schedule, Window, on_demand_window
+from npuprof_launch.schedule import Schedule, Window, aligned_start, on_demand_window
 
 #: Seconds between two writes of the record (and of the step times) while the job steps.
 CHECKPOINT_S = 5.0
 #: The name of each recorded step of the optimizer clock on the timeline, before ``#N``.
 ITERATION_LABEL = "iteration"
+#: How long a process's end waits for its windows' aftercare (moves, compression) to finish.
+AFTERCARE_WAIT_S = 120.0
 
 
 class Session:
@@ -62,8 +64,11 @@ class Session:
         self.schedule = Schedule.of(config)
         self.output_dir = output_dir
         self.stage = stage
+        #: --stage-dir: windows are written there, then moved home by their aftercare (aftercare.py).
+        self._stage_root = names.resolve_output_dir(config.stage_dir, environ) if config.stage_dir else None
         #: A stage writes its traces under OUT/NAME; every status record stays in OUT, for one report.
-        self.trace_dir = os.path.join(output_dir, stage) if stage else output_dir
+        root = self._stage_root or output_dir
+        self.trace_dir = os.path.join(root, stage) if stage else root
         self.rank = rank
         self.rank_source = rank_source
         self.worker = names.worker_name(rank, environ=environ)
@@ -112,7 +117,12 @@ class Session:
         self.requests: list[str] = []
         self.ended: str | None = None
         self.step_stats: dict | None = None
+        #: How many errors and warnings the profiler itself logged.
+        self.profiler_messages: dict[str, int] = {}
         self._watcher = None
+        #: The aftercare processes of the windows saved so far, and when a window began (memory).
+        self._aftercare: list = []
+        self._window_rss: int | None = None
 
     # -- what the lifecycle and the clocks ask ------------------------------------------------
 
@@ -162,6 +172,8 @@ class Session:
             return
         if self.steps >= self._checkpoint_at or self.steps >= self._poll_at:
             self._checkpoint(now)
+        if self._window_rss is not None and self.window is not None:
+            self._guard_memory()
         optimizer_clock = self.clock_name == "optimizer.step"
         if self._due():
             if self.window is None and coexist.job_profiler_active():
@@ -201,6 +213,15 @@ class Session:
         if message not in self.warnings:
             self.warnings.append(message)
             self._say(message)
+
+    def note_profiler(self, kind: str, text: str) -> None:
+        """What the profiler itself logged: its errors fail --check, its warnings are told."""
+        counts = self.profiler_messages
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind == "error":
+            self._note_error_once(f"the profiler logged an error: {text}")
+        else:
+            self.note_warning(f"the profiler logged a warning: {text}")
 
     # -- the schedule ---------------------------------------------------------------------------
 
@@ -280,7 +301,7 @@ class Session:
             return False
         try:
             if self.backend is None:
-                self.backend = backends.select(self.config, self.note_warning)
+                self.backend = backends.select(self.config, self.note_warning, self.note_profiler)
             self.profiler = self.backend.build(
                 config=self.config,
                 window=window,
@@ -302,6 +323,7 @@ class Session:
         self.results.append(
             {"first_step": window.first_recorded, "last_step": window.last, "complete": False, "traces": []}
         )
+        self._window_rss = _rss_bytes() if self.config.max_window_mb else None
         coexist.claim(self.profiler, self._yield_to_job_profiler)
         if not self._guard("start", self.profiler.start):
             return False
@@ -309,6 +331,18 @@ class Session:
         self._open_label()
         self.write_safely()
         return True
+
+    def _guard_memory(self) -> None:
+        """--max-window-mb: the profiler keeps a window's events in memory until it ends; stop the
+        window (its trace saved, marked partial) before that memory grows past the limit."""
+        grown = _rss_bytes() - self._window_rss
+        limit = self.config.max_window_mb
+        if grown > limit * 2**20 and self._thread is threading.current_thread():
+            with self._points.quiet():
+                self._close_window(
+                    complete=False,
+                    reason=f"--max-window-mb {limit} (the process grew by {grown / 2**20:.0f} MB while it recorded)",
+                )
 
     def _late_reason(self) -> str:
         if self.clock_name == "optimizer.step" and self.steps == 0:
@@ -375,14 +409,72 @@ class Session:
         except Exception as exc:  # noqa: BLE001
             self._fail("exporting a trace", exc)
             return
-        relative = [os.path.relpath(path, self.output_dir) for path in paths]
+        home = [self._home_of(path) for path in paths]
+        relative = [os.path.relpath(path, self.output_dir) for path in home]
         self.traces.extend(relative)
         if self.results:
-            self.results[-1]["traces"].extend(relative)
+            result = self.results[-1]
+            result["traces"].extend(relative)
+            if self._stage_root:
+                result["staged"] = list(paths)
+            care = self._start_aftercare(paths, len(self.results))
+            if care:
+                result["aftercare"] = care
         if self.window is not None and self.window.saved_by(self.steps):
             self.windows_completed += 1
         else:
             self.partial_traces += 1
+
+    def _home_of(self, path: str) -> str:
+        """Where a window's file will be once its aftercare is done: home, and compressed."""
+        if self._stage_root:
+            path = os.path.join(self.output_dir, os.path.relpath(path, self._stage_root))
+        if self.config.gzip and path.endswith(names.TORCH_TRACE_SUFFIX):
+            path += ".gz"
+        return path
+
+    def _start_aftercare(self, paths: list[str], window: int) -> str | None:
+        """Summarize, compress and move the window off the training path (aftercare.py): a
+        detached process at the lowest priority, started here, waited for at the end."""
+        from npuprof_launch import aftercare
+
+        if not paths or not getattr(self.backend, "aftercare", False):
+            return None
+        result = aftercare.result_path(self._status_path, window)
+        gzip_traces = bool(self.config.gzip) and self.backend.name == "torch"
+        try:
+            import subprocess
+
+            process = subprocess.Popen(
+                aftercare.command(
+                    traces=list(paths),
+                    result=result,
+                    kind=self.backend.name,
+                    gzip_traces=gzip_traces,
+                    stage=self._stage_root,
+                    home=self.output_dir,
+                ),
+                env=aftercare.environment(os.environ),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except Exception as exc:  # noqa: BLE001 - the window is saved; only its aftercare is lost
+            self.note_warning(f"the window's aftercare (summary, compression, move) could not start: {exc!r}")
+            return None
+        self._aftercare.append(process)
+        return os.path.relpath(result, self.output_dir)
+
+    def _wait_for_aftercare(self, timeout: float) -> None:
+        """At the end: give the windows' aftercare a bounded time to finish (moves, compression)."""
+        deadline = time.monotonic() + timeout
+        for process in self._aftercare:
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except Exception:  # noqa: BLE001 - a slow one goes on alone; the report names what is left
+                pass
 
     # -- failures -------------------------------------------------------------------------------
 
@@ -471,6 +563,7 @@ class Session:
         self.ended = how
         self._write_times()
         self._sum_up_step_times()
+        self._wait_for_aftercare(AFTERCARE_WAIT_S)
         self.write_safely()
 
     def resume(self) -> None:
@@ -522,8 +615,18 @@ class Session:
                 self.write_safely()
             return
         self.requests.append(request["id"])
+        first = self.steps + 1
+        if request.get("start_step"):
+            if request["start_step"] < first:
+                self.note_warning(
+                    f"on-demand request {request['id']}: its step {request['start_step']} had passed when it came; "
+                    f"the window starts at step {first} here, and the other ranks' windows may cover other steps"
+                )
+            first = max(first, request["start_step"])
+        elif request.get("align"):
+            first = aligned_start(first, request["align"])
         self._windows.append(
-            on_demand_window(self.steps + 1, wait=request["wait"], warmup=request["warmup"], active=request["active"])
+            on_demand_window(first, wait=request["wait"], warmup=request["warmup"], active=request["active"])
         )
         if self.state == State.DONE:
             self.state = State.WAITING
@@ -536,6 +639,8 @@ class Session:
             return
         durations = [times[i] - times[i - 1] for i in range(1, len(times))]
         del times[:-1]  # the last time stays: the next step's duration starts there
+        if not self.config.step_times:
+            return
         try:
             files.make_dirs(os.path.dirname(self._times_path))
             self._times_written += steptimes.append(self._times_path, durations)
@@ -606,6 +711,7 @@ class Session:
             "declined": self.declined,
             "step_times": os.path.relpath(self._times_path, self.output_dir) if self._times_written else None,
             "step_stats": self.step_stats,
+            "profiler_messages": dict(self.profiler_messages),
             "started_ns": self.started_ns,
             "updated_ns": time.time_ns(),
             "ended": self.ended,
@@ -623,6 +729,15 @@ class Session:
         if message not in self.errors:
             self.errors.append(message)
             self._say(message)
+
+
+def _rss_bytes() -> int:
+    """This process's resident memory (Linux /proc; 0 where there is none)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _uncaught_exception():

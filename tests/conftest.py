@@ -58,8 +58,31 @@ def script(name: str) -> str:
 
 
 def torch_traces(out: str) -> list[str]:
-    """Every Chrome trace the torch backend wrote under ``out``, at any depth."""
-    return sorted(glob.glob(os.path.join(out, "**", "*" + names.TORCH_TRACE_SUFFIX), recursive=True))
+    """Every Chrome trace the torch backend wrote under ``out``, at any depth, plain or compressed."""
+    found = []
+    for suffix in names.TORCH_TRACE_SUFFIXES:
+        found += glob.glob(os.path.join(out, "**", "*" + suffix), recursive=True)
+    return sorted(found)
+
+
+def windows(record: dict) -> list[dict]:
+    """A record's (or a report row's) windows, the documented fields only (DESIGN.md section 4)."""
+    keys = ("first_step", "last_step", "complete", "traces")
+    return [{key: window.get(key) for key in keys} for window in record["windows"]]
+
+
+def read_trace(path: str) -> dict:
+    with deliverables.open_trace(path) as handle:
+        return json.load(handle)
+
+
+def write_trace(path: str, data) -> None:
+    """Write a trace as the tool would have left it: gzip when its name says so."""
+    import gzip
+
+    text = data if isinstance(data, str) else json.dumps(data)
+    with gzip.open(path, "wt") if path.endswith(".gz") else open(path, "w") as handle:
+        handle.write(text)
 
 
 def step_counts(out: str) -> list[int]:

@@ -7,11 +7,12 @@ whole with inductor, whose graph meets the step clock's hooks.
 
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest
 from conftest import assert_ok, check_json, npuprof, python, script, status_records, step_counts, torch_traces
+
+from npuprof_launch import deliverables
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
@@ -20,8 +21,7 @@ CUDA_TRAIN = script("cuda_train.py")
 
 
 def kernel_events(path: str) -> list[dict]:
-    with open(path) as handle:
-        events = json.load(handle)["traceEvents"]
+    events = deliverables.load_trace_events(path)
     return [event for event in events if event.get("cat") == "kernel"]
 
 

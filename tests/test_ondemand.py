@@ -187,3 +187,35 @@ def test_on_demand_training_job(out, stop):
     wait_for(lambda: step_counts(out) == [4], "the triggered window")
     server.terminate()
     server.communicate(timeout=120)
+
+
+def test_a_trigger_to_ranks_of_different_speeds_records_the_same_steps_on_each(out, tmp_path):
+    """The trigger picks a step no rank has reached (from their records): both windows cover it."""
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        "import os, subprocess, sys\n"
+        f"train = {script('train_loop.py')!r}\n"
+        "children = [subprocess.Popen([sys.executable, train, '--steps', '3000', '--sleep', sleep],\n"
+        "                              env={**os.environ, 'RANK': str(rank)})\n"
+        "            for rank, sleep in ((0, '0.01'), (1, '0.02'))]\n"
+        "sys.exit(max(child.wait() for child in children))\n"
+    )
+    launcher = subprocess.Popen(
+        [PYTHON, "-m", "npuprof_launch", "--on-demand", "--output-dir", out, "--", sys.executable, str(driver)],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: len([r for r in status_records(out) if r["steps"] >= 16]) == 2, "both ranks stepping")
+        taken = npuprof(["--trigger", out, "--active", "2"])
+        assert_ok(taken)
+        assert "opens its window at step" in taken.stdout
+        wait_for(lambda: len(step_counts(out)) == 2, "a trace from each rank", timeout=120)
+    finally:
+        launcher.terminate()
+        launcher.communicate(timeout=120)
+    windows = [r["windows"][0] for r in sorted(status_records(out), key=lambda r: r["rank"])]
+    assert windows[0]["first_step"] == windows[1]["first_step"] and windows[0]["last_step"] == windows[1]["last_step"]
+    assert all(w["complete"] for w in windows), windows

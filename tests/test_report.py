@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
-from conftest import assert_ok, check_json, clean_env, npuprof, python, script, status_records
+from conftest import assert_ok, check_json, clean_env, npuprof, python, read_trace, script, status_records, write_trace
 
 TRAIN = script("train_loop.py")
 
@@ -79,13 +78,11 @@ def test_missing_or_broken_trace_fails_check(out):
     assert_ok(npuprof(["--output-dir", out, "--", sys.executable, TRAIN, "--steps", "4"]))
     (record,) = status_records(out)
     trace = os.path.join(out, record["traces"][0])
-    with open(trace, "w") as handle:
-        handle.write('{"traceEvents": [')
+    write_trace(trace, '{"traceEvents": [')
     code, report = check_json(out)
     assert code == 1
     assert any("not a readable Chrome trace" in problem for problem in report["problems"])
-    with open(trace, "w") as handle:
-        json.dump({"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 0, "dur": 1}]}, handle)
+    write_trace(trace, {"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 0, "dur": 1}]})
     code, report = check_json(out)
     assert code == 1
     assert any("no ProfilerStep# events" in problem for problem in report["problems"])
@@ -102,13 +99,11 @@ def test_a_cuda_trace_counts_each_step_once(out):
     assert_ok(npuprof(["--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, TRAIN]))
     (record,) = status_records(out)
     trace = os.path.join(out, record["traces"][0])
-    with open(trace) as handle:
-        data = json.load(handle)
+    data = read_trace(trace)
     steps = [e for e in data["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
     assert len(steps) == 2
     data["traceEvents"] += [{**e, "cat": "gpu_user_annotation", "pid": 0, "tid": 7} for e in steps]
-    with open(trace, "w") as handle:
-        json.dump(data, handle)
+    write_trace(trace, data)
     code, report = check_json(out)
     assert code == 0 and report["passed"], report
     assert report["processes"][0]["profiler_steps"] == 2

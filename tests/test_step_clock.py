@@ -4,11 +4,12 @@ Kineto warning on the job's stderr, the job's step numbers on the timeline."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest
-from conftest import assert_ok, check_json, npuprof, python, script, status_records, torch_traces
+from conftest import assert_ok, check_json, npuprof, python, script, status_records, torch_traces, windows
+
+from npuprof_launch import deliverables
 
 PATTERNS = script("patterns.py")
 
@@ -29,8 +30,7 @@ def own_lines(stderr: str) -> list[str]:
 
 def timeline(path: str) -> list[dict]:
     """Each ProfilerStep# span of a trace with the labels inside it, and the ranges that straddle it."""
-    with open(path) as handle:
-        events = [e for e in json.load(handle)["traceEvents"] if e.get("ph") == "X"]
+    events = [e for e in deliverables.load_trace_events(path) if e.get("ph") == "X"]
     steps = [e for e in events if e["name"].startswith("ProfilerStep#") and not e.get("cat", "").startswith("gpu")]
     found = []
     for step in sorted(steps, key=lambda e: e["ts"]):
@@ -74,7 +74,7 @@ def test_each_iteration_is_one_step_and_the_window_holds_the_asked_for_ones(out,
     run_pattern(out, pattern, *args)
     (record,) = status_records(out)
     assert record["steps"] == 10, f"{pattern}: 10 iterations, counted {record['steps']}"
-    assert record["windows"] == [{"first_step": 5, "last_step": 6, "complete": True, "traces": record["traces"]}]
+    assert windows(record) == [{"first_step": 5, "last_step": 6, "complete": True, "traces": record["traces"]}]
     (trace,) = torch_traces(out)
     steps = timeline(trace)
     assert [s["labels"] for s in steps] == [

@@ -23,6 +23,8 @@ class Profiler(Protocol):
 
 class Backend(Protocol):
     name: str
+    #: Its windows get an aftercare process (aftercare.py: summary, compression, moves).
+    aftercare: bool
 
     def build(self, *, config, window, on_trace_ready, output_dir: str, worker: str) -> Profiler:
         """The profiler of one window (``window.warmup`` traced steps, then ``window.active``
@@ -55,15 +57,19 @@ def npu_available() -> bool:
         return False
 
 
-def select(config, note_warning) -> Backend:
-    """The backend for ``--backend``: auto picks npu when an NPU is present, else torch (CUDA or CPU)."""
+def select(config, note_warning, note_profiler=None) -> Backend:
+    """The backend for ``--backend``: auto picks npu when an NPU is present, else torch (CUDA or CPU).
+
+    ``note_profiler(kind, text)`` hears what the profiler itself logs (``kind``: "warning" or
+    "error"), during the run: Kineto's lines on the torch backend, torch_npu's on the npu one.
+    """
     choice = config.backend
     if choice == "auto":
         choice = "npu" if npu_available() else "torch"
     if choice == "npu":
         from npuprof_launch.backends.npu import NpuBackend
 
-        return NpuBackend(note_warning)
+        return NpuBackend(note_warning, note_profiler)
     from npuprof_launch.backends.torch import TorchBackend
 
-    return TorchBackend(note_warning)
+    return TorchBackend(note_warning, note_profiler)

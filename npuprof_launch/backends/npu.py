@@ -352,9 +352,11 @@ class NpuBackend:
     """Builds the one torch_npu profiler of a process and reports the ``*_ascend_pt`` directories it made."""
 
     name = "npu"
+    aftercare = True
 
-    def __init__(self, note_warning) -> None:
+    def __init__(self, note_warning, note_profiler=None) -> None:
         self.note_warning = note_warning
+        self.note_profiler = note_profiler or (lambda kind, text: note_warning(f"torch_npu logged: {text}"))
         self._handler = None
         self._reported: set[str] = set()
 
@@ -367,6 +369,7 @@ class NpuBackend:
         import torch_npu
 
         api = torch_npu.profiler
+        watch_messages(self.note_profiler)
         version = installed_version(torch_npu)
         chosen = plan(config, version, capabilities(version, api), output_dir, worker, window)
         for note in chosen.notes:
@@ -399,6 +402,47 @@ class NpuBackend:
         new = sorted(_session_dirs(output_dir, worker) - self._reported)
         self._reported.update(new)
         return [os.path.join(output_dir, name) for name in new]
+
+
+#: Where torch_npu's profiler prints its messages, the same in every release checked (2.1.0.post8 to
+#: 2.14.0): plain print() calls to stdout, "[time] [ERROR] [pid] profiler.py: msg"; no logger.
+MESSAGES_MODULE = "torch_npu.profiler.analysis.prof_common_func._constant"
+MESSAGE_FUNCTIONS = {"print_error_msg": "error", "print_warn_msg": "warning"}
+
+
+def watch_messages(note) -> None:
+    """Count torch_npu's profiler errors and warnings as they are printed: wrap its print functions
+    where they are defined and in every loaded torch_npu.profiler module that imported them by
+    name (modules loaded later take the wrapped ones). What torch_npu prints stays as it was."""
+    import importlib
+
+    try:
+        home = importlib.import_module(MESSAGES_MODULE)
+    except ImportError:
+        return
+    for name, kind in MESSAGE_FUNCTIONS.items():
+        original = getattr(home, name, None)
+        if original is None or getattr(original, "_npuprof", False):
+            continue
+        wrapped = _noting(original, kind, note)
+        for module in list(sys.modules.values()):
+            module_name = getattr(module, "__name__", "") or ""
+            if module_name.startswith("torch_npu.profiler") and getattr(module, name, None) is original:
+                setattr(module, name, wrapped)
+
+
+def _noting(original, kind: str, note):
+    def print_msg(message, *args, **kwargs):
+        try:
+            note(kind, str(message))
+        except Exception:  # noqa: BLE001 - torch_npu's own message must go out whatever we do
+            pass
+        return original(message, *args, **kwargs)
+
+    print_msg.__name__ = original.__name__
+    print_msg.__doc__ = original.__doc__
+    print_msg._npuprof = True
+    return print_msg
 
 
 def _session_dirs(output_dir: str, worker: str) -> set[str]:

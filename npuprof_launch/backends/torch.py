@@ -1,8 +1,20 @@
-"""torch.profiler on CPU and CUDA, with the same options as the NPU backend."""
+"""torch.profiler on CPU and CUDA, with the same options as the NPU backend.
+
+Kineto speaks on the process's stderr (file descriptor 2, from C++): ``USDT:`` and ``STAGE:``
+chatter at every start and stop (a hand-written profiler prints it too), and its warnings and
+errors (``[W...] ... Warning: ...``, ``ERROR:``). While our profiler starts, steps and stops, fd 2
+goes to a temporary file: the chatter is dropped, the warnings and errors go to the status
+record (an error fails ``--check``) and one ``npuprof:`` line, and every other line (the job's
+own, from another thread) is written back to stderr as it was.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import sys
+import tempfile
 import time
 import warnings
 
@@ -15,37 +27,80 @@ from npuprof_launch.backends import Declined
 CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
 
 
-#: Kineto's own log level, read once when it first starts: 6 keeps its ``USDT:`` and ``STAGE:``
-#: lines (which a hand-written profiler prints too) out of the job's stderr.
-KINETO_LOG_VAR = "KINETO_LOG_LEVEL"
-KINETO_QUIET = "6"
+#: Kineto's lines, by what they are: its chatter, its warnings, its errors.
+KINETO_CHATTER = re.compile(r"^(USDT|STAGE|INFO):")
+KINETO_WARNING = re.compile(r"^(\[W\d{4} |WARNING:)|Warning: ")
+KINETO_ERROR = re.compile(r"^(\[E\d{4} |ERROR:)")
 
 
-def quiet_profile_class(profiler_module):
+@contextlib.contextmanager
+def kineto_lines(note):
+    """Run the body with fd 2 captured; ``note(kind, line)`` hears each warning and error."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        capture = tempfile.TemporaryFile()
+        os.dup2(capture.fileno(), 2)
+    except OSError:  # no fd 2 to capture: let it be
+        yield
+        return
+    try:
+        yield
+    finally:
+        try:
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        os.dup2(saved, 2)
+        os.close(saved)
+        capture.seek(0)
+        text = capture.read().decode(errors="replace")
+        capture.close()
+        for line in text.splitlines(keepends=True):
+            stripped = line.strip()
+            if not stripped or KINETO_CHATTER.match(stripped):
+                continue
+            if KINETO_ERROR.match(stripped):
+                note("error", stripped)
+            elif KINETO_WARNING.search(stripped):
+                note("warning", stripped)
+            else:
+                os.write(2, line.encode())
+
+
+def quiet_profile_class(profiler_module, note):
     """``torch.profiler.profile`` that keeps its own lines out of the job's stderr: its cycle
-    warning, and Kineto's log lines (unless the job set KINETO_LOG_LEVEL itself)."""
+    warning, and what Kineto prints while ours starts, steps and stops (``kineto_lines``)."""
 
     class QuietProfile(profiler_module.profile):
         def prepare_trace(self) -> None:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=CYCLE_WARNING, category=UserWarning)
-                quiet = KINETO_LOG_VAR not in os.environ
-                if quiet:  # set only while Kineto starts: the job's children never see it
-                    os.environ[KINETO_LOG_VAR] = KINETO_QUIET
-                try:
-                    super().prepare_trace()
-                finally:
-                    if quiet:
-                        os.environ.pop(KINETO_LOG_VAR, None)
+                super().prepare_trace()
+
+        def start(self) -> None:
+            with kineto_lines(note):
+                super().start()
+
+        def step(self) -> None:
+            with kineto_lines(note):
+                super().step()
+
+        def stop(self) -> None:
+            with kineto_lines(note):
+                super().stop()
 
     return QuietProfile
 
 
 class TorchBackend:
     name = "torch"
+    aftercare = True
 
-    def __init__(self, note_warning) -> None:
+    def __init__(self, note_warning, note_profiler=None) -> None:
         self.note_warning = note_warning
+        #: note_profiler(kind, text): a warning or error the profiler itself logged.
+        self.note_profiler = note_profiler or (lambda kind, text: note_warning(f"the profiler logged: {text}"))
 
     def activities(self, config, profiler_module, cuda_available: bool) -> list:
         activity = profiler_module.ProfilerActivity
@@ -78,7 +133,7 @@ class TorchBackend:
             schedule = profiler_module.schedule(
                 wait=0, warmup=window.warmup, active=window.active, repeat=1, skip_first=0
             )
-        return quiet_profile_class(profiler_module)(
+        return quiet_profile_class(profiler_module, self.note_profiler)(
             activities=self.activities(config, profiler_module, torch.cuda.is_available()),
             schedule=schedule,
             on_trace_ready=on_trace_ready,

@@ -10,6 +10,7 @@ Each rank prints ``rank R loss L checksum C``.
 import argparse
 import hashlib
 import os
+import sys
 import time
 
 import torch
@@ -47,7 +48,9 @@ def main() -> None:
         optimizer.step()
         optimizer.zero_grad()
     digest = hashlib.sha256(repr([t.tolist() for t in model.state_dict().values()]).encode()).hexdigest()
-    print(f"rank {rank} loss {loss.item():.10f} checksum {digest}", flush=True)
+    # One write per line: the ranks share one stdout, unbuffered under the tests.
+    sys.stdout.write(f"rank {rank} loss {loss.item():.10f} checksum {digest}\n")
+    sys.stdout.flush()
     if distributed:
         dist.destroy_process_group()
 

@@ -103,7 +103,7 @@ class Lifecycle:
 
 
 def session(tmp_path, points=None, **values) -> tuple[Session, Backend]:
-    config, problems = options.resolve({name: str(value) for name, value in values.items()}, {})
+    config, problems = options.resolve({"gzip": "0", **{name: str(value) for name, value in values.items()}}, {})
     assert not problems
     backend = Backend()
     made = Session(
