@@ -220,3 +220,18 @@ def test_a_window_cut_short_by_the_end_of_the_job_is_stopped_and_handed_over(out
     (status,) = status_records(out)
     assert status["partial_traces"] == 1 and status["windows_completed"] == 0
     assert any("cut short" in warning for warning in status["warnings"])
+
+
+def test_an_error_torch_npus_profiler_prints_reaches_the_record_and_fails_check(out, record):
+    """torch_npu prints its profiler's errors with print_error_msg (stdout); they are counted into the
+    status record, named in the report, and --check fails on them."""
+    problem = "Call _export_to_db failed. Exception: disk quota exceeded"
+    result = run(out, record, ["--backend", "npu", "--skip-first", "1"], TORCH_NPU_STANDIN_ERROR=problem)
+    assert_ok(result)
+    assert "[ERROR] [" in result.stdout and problem in result.stdout, "torch_npu's own line is unchanged"
+    (status,) = status_records(out)
+    assert status["profiler_messages"] == {"error": 1}
+    assert any(problem in error for error in status["errors"]), status["errors"]
+    code, report = check_json(out)
+    assert code == 1
+    assert any(f"the profiler logged an error: {problem}" in p for p in report["problems"]), report["problems"]

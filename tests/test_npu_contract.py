@@ -9,6 +9,7 @@ the releases it imitates.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -276,3 +277,14 @@ def test_the_installed_code_outranks_the_table(imitated, claimed):
     result = subprocess.run([PYTHON, "-c", PROBE % claimed], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert set(json.loads(result.stdout)) == set(npu.capabilities(imitated))
+
+
+def test_the_message_functions_we_watch_are_where_the_release_defines_them(release):
+    """The backend counts torch_npu's errors by wrapping these print functions: each release must
+    define them, at module level, in the module the backend imports, and use them."""
+    home = npu.MESSAGES_MODULE.replace(".", "/") + ".py"
+    defined = {node.name for node in release._tree(home).body if isinstance(node, ast.FunctionDef)}
+    assert set(npu.MESSAGE_FUNCTIONS) <= defined, f"{release.version}: {home} defines {sorted(defined)}"
+    for name in npu.MESSAGE_FUNCTIONS:
+        assert release.references(name + "("), f"{release.version}: nothing calls {name}"
+    assert release.references(npu.OWN_WARNINGS[0]), f"{release.version}: the warning we skip is not printed"

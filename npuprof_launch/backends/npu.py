@@ -408,6 +408,8 @@ class NpuBackend:
 #: 2.14.0): plain print() calls to stdout, "[time] [ERROR] [pid] profiler.py: msg"; no logger.
 MESSAGES_MODULE = "torch_npu.profiler.analysis.prof_common_func._constant"
 MESSAGE_FUNCTIONS = {"print_error_msg": "error", "print_warn_msg": "warning"}
+#: Warnings our own calls cause on purpose: a schedule without warmup (the documented default).
+OWN_WARNINGS = ("Profiler won't be using warmup",)
 
 
 def watch_messages(note) -> None:
@@ -434,7 +436,8 @@ def watch_messages(note) -> None:
 def _noting(original, kind: str, note):
     def print_msg(message, *args, **kwargs):
         try:
-            note(kind, str(message))
+            if not str(message).startswith(OWN_WARNINGS):
+                note(kind, str(message))
         except Exception:  # noqa: BLE001 - torch_npu's own message must go out whatever we do
             pass
         return original(message, *args, **kwargs)

@@ -5,7 +5,6 @@ import functools
 import inspect
 import json
 import os
-import time
 
 RECORD_VAR = "TORCH_NPU_STANDIN_RECORD"
 
@@ -17,13 +16,6 @@ def record(call: str, **data) -> None:
     line = json.dumps({"call": call, "pid": os.getpid(), **jsonable(data)}, sort_keys=True)
     with open(path, "a") as handle:
         handle.write(line + "\n")
-
-
-def print_warn_msg(message: str) -> None:
-    """torch_npu's own warning line: on stdout, and only where RANK is unset or 0."""
-    if os.environ.get("RANK", "0") in ("", "0"):
-        stamp = time.strftime("[%Y-%m-%d %H:%M:%S]")
-        print(f"{stamp} [WARNING] [{os.getpid()}] profiler.py: {message}", flush=True)
 
 
 def jsonable(value):

@@ -12,11 +12,14 @@ from collections.abc import Callable, Iterable
 from typing import Any, Optional, Union
 
 from torch_npu import _recorder
+from torch_npu.profiler.analysis.prof_common_func import _constant
 from torch_npu.profiler.experimental_config import _ExperimentalConfig
 from torch_npu.profiler.scheduler import ProfilerAction, _default_schedule_fn
 from torch_npu.version import __version__
 
 ProfilerActivity = enum.Enum("ProfilerActivity", ["CPU", "NPU"])
+#: A stand-in switch: the error message its profiler prints (through print_error_msg) at each window's end.
+ERROR_VAR = "TORCH_NPU_STANDIN_ERROR"
 
 NONE, WARMUP, RECORD, SAVE = (
     ProfilerAction.NONE,
@@ -173,5 +176,8 @@ class profile:
                 self._window = []
             elif action == "trace_ready":
                 _recorder.record("trace_ready", steps=self._window)
+                problem = os.environ.get(ERROR_VAR)
+                if problem:  # what the real one prints when a step of its parse fails
+                    _constant.print_error_msg(problem)
                 if self.on_trace_ready is not None:
                     self.on_trace_ready(self)

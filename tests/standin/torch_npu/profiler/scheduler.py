@@ -3,6 +3,7 @@
 from enum import Enum
 
 from torch_npu import _recorder
+from torch_npu.profiler.analysis.prof_common_func._constant import print_warn_msg
 from torch_npu.version import __version__
 
 
@@ -43,7 +44,7 @@ class Schedule:
         self.skip_first = skip_first if isinstance(skip_first, int) and skip_first >= 0 else 0
         self.skip_first_wait = skip_first_wait
         if self.warmup == 0:
-            _recorder.print_warn_msg("Profiler won't be using warmup, this can skew profiler results")
+            print_warn_msg("Profiler won't be using warmup, this can skew profiler results")
 
     def __call__(self, step: int) -> ProfilerAction:
         if step < self.skip_first:

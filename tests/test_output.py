@@ -1,0 +1,140 @@
+"""Issue 16: big jobs' output without risk: compressed traces, local staging, size guards, the
+profiler's own errors. Real runs, a real tmpfs where the test may mount one, real signals."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import assert_ok, check_json, clean_env, npuprof, python, script, status_records, torch_traces
+
+from npuprof_launch import aftercare, deliverables
+from npuprof_launch.backends.torch import kineto_lines
+
+TRAIN = script("train_loop.py")
+
+
+def test_traces_are_compressed_off_the_step_and_still_hold_the_asked_for_steps(out):
+    bare = python([TRAIN, "--steps", "8"])
+    result = npuprof(
+        ["--skip-first", "2", "--active", "3", "--output-dir", out, "--", sys.executable, TRAIN, "--steps", "8"]
+    )
+    assert_ok(result)
+    assert result.stdout == bare.stdout
+    (trace,) = torch_traces(out)
+    assert trace.endswith(".pt.trace.json.gz")
+    assert deliverables.count_profiler_steps(trace) == 3
+    (record,) = status_records(out)
+    assert record["traces"] == [os.path.relpath(trace, out)]
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+    (process,) = report["processes"]
+    plain = subprocess.run(["gzip", "-dc", trace], capture_output=True).stdout
+    assert process["window_bytes"] == [os.path.getsize(trace)] and os.path.getsize(trace) < 0.2 * len(plain)
+
+
+def test_no_gzip_keeps_plain_json(out):
+    assert_ok(npuprof(["--no-gzip", "--output-dir", out, "--", sys.executable, TRAIN, "--steps", "4"]))
+    (trace,) = torch_traces(out)
+    assert trace.endswith(".pt.trace.json")
+
+
+@pytest.fixture
+def other_filesystem(tmp_path):
+    """An output directory on another filesystem: a tmpfs mounted here when allowed, else a plain folder."""
+    target = tmp_path / "home"
+    target.mkdir()
+    mounted = (
+        os.geteuid() == 0
+        and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(target)]).returncode == 0
+    )
+    yield str(target), mounted
+    if mounted:
+        subprocess.run(["umount", str(target)])
+
+
+def test_stage_dir_moves_every_window_home_and_the_record_says_where(tmp_path, other_filesystem):
+    home, _ = other_filesystem
+    stage = tmp_path / "stage"
+    out = os.path.join(home, "out")
+    result = npuprof(
+        ["--stage-dir", str(stage), "--skip-first", "1", "--active", "1", "--repeat", "2", "--wait", "1"]
+        + ["--output-dir", out, "--", sys.executable, TRAIN, "--steps", "8"]
+    )
+    assert_ok(result)
+    assert len(torch_traces(out)) == 2, "both windows are home"
+    assert torch_traces(str(stage)) == [], "nothing is left in the stage directory"
+    (record,) = status_records(out)
+    for window in record["windows"]:
+        assert all(path.startswith(str(stage)) for path in window["staged"]), window
+        assert all(os.path.isfile(os.path.join(out, trace)) for trace in window["traces"]), window
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+
+
+def test_sigterm_during_a_move_leaves_every_file_whole_in_one_place(tmp_path, other_filesystem):
+    """An NPU session directory of many files moved home by a real aftercare process, stopped by
+    SIGTERM as soon as the first file arrived: each file is whole in the stage or at home, once."""
+    home_dir, mounted = other_filesystem
+    stage, home = tmp_path / "stage", tmp_path / home_dir
+    session = stage / "host_rank0_pid1_1_ascend_pt"
+    (session / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    (session / "ASCEND_PROFILER_OUTPUT" / "analyse.done").write_text("")
+    contents = {}
+    for index in range(600):
+        path = session / "PROF_1" / f"data{index}.bin"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = os.urandom(64 * 1024)
+        path.write_bytes(data)
+        contents[os.path.relpath(path, stage)] = hashlib.sha256(data).hexdigest()
+    command = aftercare.command(
+        traces=[str(session)],
+        result=str(tmp_path / "result.json"),
+        kind="npu",
+        gzip_traces=False,
+        stage=str(stage),
+        home=str(home),
+    )
+    child = subprocess.Popen(command, env=clean_env())
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any((home / "host_rank0_pid1_1_ascend_pt").rglob("data*.bin")):
+        time.sleep(0.001)
+    child.send_signal(signal.SIGTERM)
+    child.wait(timeout=60)
+    found = {"home": 0, "stage": 0}
+    for relative, digest in contents.items():
+        places = [
+            (name, base / relative) for name, base in (("home", home), ("stage", stage)) if (base / relative).exists()
+        ]
+        assert len(places) == 1, f"{relative} is in {places}"
+        name, path = places[0]
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest, f"{relative} is not whole"
+        found[name] += 1
+    assert [p for p in home.rglob("*") if p.name.startswith(aftercare.PARTIAL_PREFIX)] == []
+    if mounted:  # copies across filesystems take long enough for the signal to land mid-move
+        assert found["home"] and found["stage"], found
+
+
+def test_kineto_lines_go_to_the_record_and_the_jobs_own_lines_stay():
+    noted = []
+    read, write = os.pipe()
+    saved = os.dup(2)
+    os.dup2(write, 2)
+    try:
+        with kineto_lines(lambda kind, text: noted.append((kind, text))):
+            os.write(2, b"USDT:2026-12-01 1:1 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+            os.write(2, b"[W1201 10:00:00.000 collection.cpp:664] Warning: Optimizer.step#SGD.step\n")
+            os.write(2, b"ERROR:2026-12-01 1:1 CuptiActivityApi.cpp:123] CUPTI_ERROR_NOT_INITIALIZED\n")
+            os.write(2, b"the job's own line\n")
+    finally:
+        os.dup2(saved, 2)
+        os.close(write)
+    passed_through = os.read(read, 4096)
+    os.close(read)
+    assert [kind for kind, _ in noted] == ["warning", "error"]
+    assert passed_through == b"the job's own line\n"
