@@ -77,19 +77,18 @@ def _pid_alive(pid) -> bool:
     return True
 
 
-def wait(output_dir: str, records: list[dict], timeout: float, say) -> list[str]:
-    """Wait (at most ``timeout`` seconds) for the windows' aftercare; say so after a couple of
-    seconds. Returns the results still unfinished."""
+def wait(output_dir: str, records: list[dict], timeout: float, tick=None) -> list[str]:
+    """Wait (at most ``timeout`` seconds) for the windows' aftercare; ``tick(done, total)`` at every
+    look (the launcher's progress line). Returns the results still unfinished."""
     deadline = time.monotonic() + timeout
-    told = None
+    total = None
     while True:
         waiting = unfinished(output_dir, records)
+        total = len(waiting) if total is None else max(total, len(waiting))
+        if tick is not None:
+            tick(total - len(waiting), total)
         if not waiting or time.monotonic() >= deadline:
             return waiting
-        left = deadline - time.monotonic()
-        if timeout - left > 2 and (told is None or time.monotonic() - told > 10):
-            say(f"waiting for {len(waiting)} window(s) to be compressed or moved home ({left:.0f} s at most)")
-            told = time.monotonic()
         time.sleep(0.2)
 
 

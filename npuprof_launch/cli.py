@@ -10,12 +10,15 @@ what was collected (report.py), or does what a mode asks: ``--print-env``, ``--c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import threading
 import time
 
 import npuprof_launch
 from npuprof_launch import launch, names, options, report, summary
+from npuprof_launch.progress import Progress
 
 USAGE_ERROR = 2
 #: How long the launcher waits, after the job, for its windows' aftercare (compression, moves).
@@ -290,7 +293,18 @@ def wait_for_aftercare(output_dir: str, run_id: str) -> None:
     from npuprof_launch import aftercare, record
 
     records = [r for r in record.read_dir(output_dir) if r.get("run_id") == run_id]
-    aftercare.wait(output_dir, records, AFTERCARE_WAIT_S, names.say)
+    shown: list[Progress] = []
+
+    def tick(done: int, total: int) -> None:
+        if not shown:
+            what = f"compressing and moving windows home (waiting {AFTERCARE_WAIT_S:.0f} s at most)"
+            shown.append(Progress(what, total, "windows done"))
+        shown[0].total = total
+        shown[0].set(done)
+
+    aftercare.wait(output_dir, records, AFTERCARE_WAIT_S, tick)
+    if shown:
+        shown[0].finish()
 
 
 def write_html(result: dict) -> str | None:
@@ -402,7 +416,8 @@ def analyse(directory: str, namespace: argparse.Namespace) -> int:
     explicit = namespace.export_type is not None or os.environ.get(options.BY_NAME["export-type"].env)
     export_types = config.export_type if explicit else None
     try:
-        version = npu.analyse_offline(directory, export_types, names.say)
+        with _parse_progress(sessions):
+            version = npu.analyse_offline(directory, export_types, names.say)
     except ImportError as exc:
         raise UsageError(f"--analyse needs torch_npu, which does not import here: {exc}") from None
     problems = []
@@ -414,3 +429,29 @@ def analyse(directory: str, namespace: argparse.Namespace) -> int:
         print("\n".join(f"  - {problem}" for problem in problems))
     print("npuprof: analyse " + ("FAILED" if problems else "passed"))
     return 1 if problems else 0
+
+
+@contextlib.contextmanager
+def _parse_progress(sessions: list[str]):
+    """torch_npu parses every session in one call (its own process pool), and says nothing until
+    the end: a thread looks at the sessions' deliverables meanwhile and keeps a progress line."""
+    from npuprof_launch import deliverables
+
+    pending = [path for path in sessions if not deliverables.looks_parsed(path)]
+    progress = Progress("torch_npu parsing", len(pending), "sessions parsed")
+    stop = threading.Event()
+
+    def watch() -> None:
+        left = list(pending)
+        while not stop.wait(1.0):
+            left = [path for path in left if not deliverables.looks_parsed(path)]
+            progress.set(len(pending) - len(left))
+
+    watcher = threading.Thread(target=watch, name="npuprof-analyse-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join(timeout=5)
+        progress.finish()

@@ -344,6 +344,22 @@ def parsed_enough(path: str) -> bool:
     return not check_ascend_dir(path, recorded_export_types(path))
 
 
+def looks_parsed(path: str) -> bool:
+    """A cheap look, for progress lines only: ``analyse.done``, or every deliverable file the
+    export asked for is there (nothing is opened; ``check_ascend_dir`` is the real check)."""
+    output = os.path.join(path, ASCEND_OUTPUT)
+    try:
+        present = set(os.listdir(output))
+    except OSError:
+        return False
+    if ANALYSE_DONE in present:
+        return True
+    export_types = recorded_export_types(path)
+    if "text" in export_types and not {TRACE_VIEW, *CSV_COLUMNS} <= present:
+        return False
+    return "db" not in export_types or any(name.startswith(DB_PREFIX) for name in present)
+
+
 def npu_log_errors(path: str, limit: int = 20) -> list[str]:
     """The ``[ERROR]`` lines torch_npu's parse logged in a session directory, the first ``limit``."""
     found: list[str] = []

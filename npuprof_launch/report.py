@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from npuprof_launch import deliverables, jobview, launch, names, options, processlog
+from npuprof_launch.progress import Progress
 from npuprof_launch.record import ENDED_EXEC, alive_here, read_dir
 from npuprof_launch.schedule import Schedule
 
@@ -51,7 +52,9 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None) 
     problems: list[tuple[int | None, str]] = []
     findings: list[str] = []
     processes, excluded, declined, replaced = [], [], [], []
-    for record in records:
+    reading = Progress("reading the output" + (" and every trace" if deep else ""), len(records), "processes")
+    for index, record in enumerate(records):
+        reading.set(index)
         if "unreadable" in record:
             problems.append((None, f"status record {record['file']} is unreadable: {record['unreadable']}"))
         elif record.get("ended") == ENDED_EXEC:
@@ -63,6 +66,8 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None) 
             excluded.append(record)
         else:
             processes.append(_process(record, output_dir, run, problems, findings, deep))
+    reading.set(len(records))
+    reading.finish()
     processes.sort(key=_order)
     problems.extend((None, problem) for problem in _excluded_problems(excluded, processes))
     idle = [line for line in log if line.get("event") == processlog.IDLE]

@@ -4,7 +4,9 @@ profiler's own errors. Real runs, a real tmpfs where the test may mount one, rea
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -138,3 +140,21 @@ def test_kineto_lines_go_to_the_record_and_the_jobs_own_lines_stay():
     os.close(read)
     assert [kind for kind, _ in noted] == ["warning", "error"]
     assert passed_through == b"the job's own line\n"
+
+
+def test_check_over_a_big_output_shows_progress_on_stderr_and_keeps_json_clean(tmp_path):
+    """200 ranks of 1 MB traces read again (deep) take several seconds: a progress line says how
+    many processes are read and about how long is left, on stderr only."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    import synthetic_output
+
+    synthetic_output.write_output(str(tmp_path), 200, 1.0)
+    result = npuprof(["--check", str(tmp_path), "--json", "--deep"])
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert len(report["processes"]) == 200
+    lines = [line for line in result.stderr.splitlines() if "processes" in line]
+    assert lines, result.stderr
+    assert re.fullmatch(r"npuprof: reading the output and every trace: 200/200 processes in \d+ s", lines[-1])
+    if len(lines) > 1:
+        assert re.fullmatch(r"npuprof: .*: \d+/200 processes, about \d+ (s|min) left", lines[0]), lines
