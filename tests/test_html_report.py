@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import assert_ok, npuprof, script
+from conftest import ROOT, assert_ok, npuprof
 
 from npuprof_launch import htmlreport, names, record, report, steptimes
 
@@ -107,7 +107,7 @@ def _assert_self_contained(text: str) -> None:
 def stragglers(tmp_path_factory) -> dict:
     out = str(tmp_path_factory.mktemp("html") / "out")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    command += [script("stragglers.py"), "--slow-rank", "1", "--stall-rank", "0"]
+    command += [os.path.join(ROOT, "examples", "stragglers.py"), "--slow-rank", "1", "--stall-rank", "0"]
     assert_ok(npuprof(["--output-dir", out, "--skip-first", "2", "--active", "3", "--", *command]))
     return report.build(out)
 

@@ -12,9 +12,9 @@ import shlex
 import sys
 
 import pytest
-from conftest import assert_ok, check_json, clean_env, npuprof, python, script, status_records, windows
+from conftest import ROOT, assert_ok, check_json, clean_env, npuprof, python, status_records, windows
 
-JOB = script("stragglers.py")
+JOB = os.path.join(ROOT, "examples", "stragglers.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4"]
 
 

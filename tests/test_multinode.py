@@ -16,9 +16,9 @@ import time
 import uuid
 
 import pytest
-from conftest import PYTHON, check_json, script, status_records
+from conftest import PYTHON, ROOT, check_json, status_records
 
-JOB = script("stragglers.py")
+JOB = os.path.join(ROOT, "examples", "stragglers.py")
 ADDRESSES = {"a": "10.77.0.1", "b": "10.77.0.2"}
 
 

@@ -1,4 +1,6 @@
-"""A data-parallel job with a slow rank and a one-off stall, for the job-summary tests.
+"""A data-parallel job with a slow rank and a one-off stall: what the job summary is for.
+
+    npuprof-run --skip-first 2 --active 3 -- torchrun --standalone --nproc_per_node 4 examples/stragglers.py
 
 Under torchrun (gloo, CPU): rank --slow-rank sleeps --slow-s before every step (the others wait
 for it inside the all-reduce, so every rank's step takes as long), and rank --stall-rank sleeps
