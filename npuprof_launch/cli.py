@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     run_id = os.environ.get(names.RUN_ID_VAR) or launch.new_run_id()
     outcome = launch.run(command, launch.job_environment(config, os.environ, output_dir, run_id))
     try:
-        launch.write_run(output_dir, run_id, command, outcome)
+        launch.write_run(output_dir, run_id, command, outcome, given_options(namespace))
         wait_for_aftercare(output_dir, run_id)
         result = report.build(output_dir, run_id)
         result["html"] = write_html(result)
@@ -323,9 +323,10 @@ def print_env(namespace: argparse.Namespace) -> int:
     try:
         config = resolve_config(namespace, os.environ)
     except UsageError as exc:
-        for line in str(exc).splitlines():
-            names.say(line)
-        if not sys.stdout.isatty():
+        if sys.stdout.isatty():
+            for line in str(exc).splitlines():
+                names.say(line)
+        else:  # for an eval: the shell it runs says why, once, and stops the script
             print(launch.refusal_for_eval(str(exc)))
         return USAGE_ERROR
     print(launch.export_lines(config, os.environ))

@@ -18,12 +18,14 @@ import os
 import shlex
 from bisect import bisect_right
 
-from npuprof_launch import steptimes
+from npuprof_launch import options, steptimes
 
 #: A step this many times its rank's median (and SPIKE_MIN_S longer) is a spike. Not a spike: the
 #: first WARMUP_STEPS timed steps (allocator, caches, compilation), and the steps a window traced
 #: or saved (the profiler's own cost is in them).
 SPIKE_RATIO = 3.0
+#: The options a suggested run sets itself; every other option the run was given is kept.
+SUGGESTION_SETS = ("skip-first", "wait", "warmup", "active", "repeat", "ranks", "total-steps", "on-demand")
 WARMUP_STEPS = 3
 SPIKE_MIN_S = 0.005
 SPIKES_PER_RANK = 10
@@ -113,7 +115,7 @@ def load(process: dict, output_dir: str, warmup: int = 0) -> dict | None:
     return rank_stats(steptimes.read(os.path.join(output_dir, path)), profiled)
 
 
-def summarize(processes: list[dict], command: list[str] | None = None) -> dict:
+def summarize(processes: list[dict], command: list[str] | None = None, given: dict | None = None) -> dict:
     """The ``job`` object of the report. Each process row carries ``step_stats`` (rank_stats) and,
     when its window's traces were read, ``collective_s`` and ``window_s``."""
     ranks = {p["rank"] for p in processes if p.get("rank") is not None}
@@ -142,7 +144,7 @@ def summarize(processes: list[dict], command: list[str] | None = None) -> dict:
         job["slow_ranks"].extend(_slow_by_collectives(group) or _slow_by_step_times(group))
     job["spikes"] = _spikes(timed)
     job["window_steps"] = _window_steps(processes)
-    job["suggestions"] = _suggestions(job, processes, command)
+    job["suggestions"] = _suggestions(job, command, given or {})
     return job
 
 
@@ -249,9 +251,11 @@ def _window_steps(processes: list[dict]) -> list[dict]:
     ]
 
 
-def _suggestions(job: dict, processes: list[dict], command: list[str] | None) -> list[str]:
-    """The next runs: a window on the worst spike, and one on the slowest rank."""
-    tail = f" -- {shlex.join(command)}" if command else " -- COMMAND"
+def _suggestions(job: dict, command: list[str] | None, given: dict) -> list[str]:
+    """The next runs: a window on the worst spike, and one on the slowest rank; the other options
+    the run was given (its --output-dir, --backend, ...) are kept."""
+    kept = options.as_flags(given, SUGGESTION_SETS)
+    tail = (" " + shlex.join(kept) if kept else "") + (f" -- {shlex.join(command)}" if command else " -- COMMAND")
     found = []
     if job["spikes"]:
         spike = job["spikes"][0]

@@ -71,9 +71,10 @@ def export_lines(config: options.Config, environ) -> str:
 def refusal_for_eval(message: str) -> str:
     """What ``--print-env`` prints instead of export lines when it refuses: shell that says why
     on stderr and ends the script, as the prefix would refuse to start the job; an ``eval`` that
-    printed nothing would let the job run unprofiled as if all were well."""
+    printed nothing would let the job run unprofiled as if all were well. At an interactive prompt
+    it only fails (``exit`` would close the user's shell)."""
     lines = "".join(f"printf '%s\\n' {shlex.quote(f'npuprof: {line}')} >&2; " for line in message.splitlines())
-    return f"{lines}exit 2"
+    return f"{lines}case $- in *i*) false ;; *) exit 2 ;; esac"
 
 
 def prepare_output_dir(path: str) -> str:
@@ -144,9 +145,11 @@ def run_path(output_dir: str, run_id: str) -> str:
     return os.path.join(names.status_dir(output_dir), RUNS_DIR, f"{run_id}.json")
 
 
-def write_run(output_dir: str, run_id: str, command: list[str], outcome: dict) -> None:
-    """What the launcher saw, for the report now and ``--check DIR`` later."""
-    files.write_json(run_path(output_dir, run_id), {"run_id": run_id, "command": list(command), **outcome})
+def write_run(output_dir: str, run_id: str, command: list[str], outcome: dict, given: dict | None = None) -> None:
+    """What the launcher saw, for the report now and ``--check DIR`` later; ``given``: the options
+    given as flags (text), so that a suggested next run keeps them."""
+    run = {"run_id": run_id, "command": list(command), "options": dict(given or {}), **outcome}
+    files.write_json(run_path(output_dir, run_id), run)
 
 
 def read_runs(output_dir: str) -> dict[str, dict]:

@@ -427,6 +427,24 @@ def default_for(name: str, scenario: str) -> object:
     return scenarios.defaults(scenario).get(name, BY_NAME[name].default)
 
 
+def as_flags(given: dict[str, str], leave_out=()) -> list[str]:
+    """The command-line flags that give these options (text values, as ``given_options`` has
+    them), in the table's order: for a suggested command that keeps what the user chose."""
+    flags: list[str] = []
+    for option in OPTIONS:
+        raw = given.get(option.name)
+        if raw is None or option.name in leave_out:
+            continue
+        if option.kind == "bool":
+            flags.append(option.flag if str(raw).lower() in BOOL_TRUE else f"--no-{option.name}")
+        elif option.kind == "stages":
+            for stage in str(raw).split(stages.SEPARATOR):
+                flags += [option.flag, stage]
+        else:
+            flags += [option.flag, str(raw)]
+    return flags
+
+
 def resolve(given: dict[str, str], environ: dict[str, str] | os._Environ) -> tuple[Config, list[str]]:
     """Resolve every option: ``given`` (name -> text, e.g. from flags) over the environment over the
     scenario's defaults (scenarios.py) over the table's defaults.

@@ -75,20 +75,22 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None) 
     problems.extend((None, problem) for problem in declared)
     if not processes and not excluded and not declined and not declared and not replaced:
         problems.append((None, _why_nothing(run, log, idle)))
-    job = jobview.summarize(processes, run.get("command") if run else None)
-    slow_ranks = {slow["rank"] for slow in job["slow_ranks"]}
+    job = jobview.summarize(processes, run.get("command") if run else None, (run or {}).get("options"))
+    slow_ranks = {slow["rank"]: slow["method"] for slow in job["slow_ranks"]}
     for process in processes:
         if process.get("rank") in slow_ranks:
             process["slowest_rank"] = True
+            process["slow_by"] = slow_ranks[process["rank"]]
     for slow in job["slow_ranks"]:
         what = "the slowest" if slow["method"] == "step_times" else "the one the others wait for"
         findings.append(f"rank {slow['rank']} is {what}: {slow['evidence']}")
     for spike in job["spikes"]:
         findings.append(_spike_text(spike, job))
-    if len(job["window_steps"]) > 1:
+    differing = _differing_windows(job["window_steps"])
+    if differing:
         findings.append(
             "the ranks' windows cover different steps: "
-            + "; ".join(f"{jobview.who(w['ranks'])}: steps {_steps_text(w['steps'])}" for w in job["window_steps"])
+            + "; ".join(f"{_whose(w)}: steps {_steps_text(w['steps'])}" for w in differing)
         )
     if not deep and weight:
         findings.append(
@@ -121,6 +123,20 @@ def _order(process: dict) -> tuple:
     """Ranks in numeric order, rankless processes after them, stages together."""
     rank = process.get("rank")
     return (rank is None, rank if rank is not None else 0, str(process.get("stage")), process.get("pid") or 0)
+
+
+def _differing_windows(window_steps: list[dict]) -> list[dict]:
+    """The entries of the stages whose processes' windows cover different steps (stages are given
+    their own selections on purpose, so only processes of one stage are compared)."""
+    per_stage: dict = {}
+    for entry in window_steps:
+        per_stage.setdefault(entry.get("stage"), []).append(entry)
+    return [entry for entries in per_stage.values() if len(entries) > 1 for entry in entries]
+
+
+def _whose(entry: dict) -> str:
+    who = jobview.who(entry["ranks"]) if entry["ranks"] else "processes without a rank"
+    return f"stage {entry['stage']} {who}" if entry.get("stage") else who
 
 
 def _steps_text(pairs) -> str:

@@ -110,7 +110,8 @@ def _row(process: dict) -> list[str]:
         traces = f"stage {process['stage']}: {traces}"
     flags = ""
     if process.get("slowest_rank"):
-        flags += "  <- slowest"
+        # By collectives its own step time is no longer than the others' (they wait for it).
+        flags += "  <- the others wait for it" if process.get("slow_by") == "collectives" else "  <- slowest"
     if process.get("ended_note"):
         flags += f"  ({process['ended_note']})"
     lines = [

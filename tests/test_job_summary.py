@@ -58,6 +58,7 @@ def test_the_summary_names_the_slow_rank_and_the_spike(straggler_run):
     assert worst["vs_median"] > 3
     if mode == "lockstep":
         assert "step 7: all 4 ranks" in result.stderr
+        assert "<- the others wait for it" in result.stderr  # not "slowest": its step time is not the highest
     assert "rank 2 is" in result.stderr
     for process in report["processes"]:
         assert windows(process) == [{"first_step": 3, "last_step": 5, "complete": True, "traces": process["traces"]}]
@@ -70,9 +71,11 @@ def test_the_suggested_command_records_the_spike(straggler_run, tmp_path):
         pytest.skip("one suggested run is enough")
     (suggestion,) = [line for line in result.stderr.splitlines() if line.startswith("npuprof: next:")][:1]
     args = shlex.split(suggestion.split("npuprof: next: npuprof-run ", 1)[1])
-    assert args[: args.index("--")] == ["--skip-first", "6", "--active", "1"]
+    # The run's own options are kept: its --output-dir here; the rerun writes elsewhere.
+    assert args[: args.index("--")] == ["--skip-first", "6", "--active", "1", "--output-dir", out]
     again = str(tmp_path / "again")
-    rerun = npuprof(["--output-dir", again, *args], env=env())
+    args[args.index("--output-dir") + 1] = again
+    rerun = npuprof(args, env=env())
     assert_ok(rerun)
     for record in status_records(again):
         assert record["windows"][0]["first_step"] == 7 and record["windows"][0]["complete"]

@@ -190,3 +190,13 @@ def test_eval_of_a_refused_print_env_ends_the_script(tmp_path):
     assert result.returncode == 2
     assert "the job ran unprofiled" not in result.stdout
     assert "npuprof: --active='abc': expected a whole number >= 1" in result.stderr
+
+
+def test_a_refused_print_env_says_why_once_and_spares_an_interactive_shell(tmp_path):
+    """The reason is printed once (by the eval'd shell); typed at a prompt, the eval only fails."""
+    launch_script = f'eval "$({PYTHON} -m npuprof_launch --print-env --active abc)"\necho status $?\n'
+    result = subprocess.run(
+        ["bash", "-i", "-c", launch_script], env=clean_env(), capture_output=True, text=True, timeout=120
+    )
+    assert "status 1" in result.stdout, result
+    assert result.stderr.count("npuprof: --active='abc'") == 1, result.stderr
