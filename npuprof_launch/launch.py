@@ -107,7 +107,8 @@ def new_run_id() -> str:
 
 def run(command: list[str], env: dict[str, str]) -> dict:
     """Run the command, forward signals to it, and return what happened: ``status`` the shell's
-    way, ``signal`` when a signal ended it, and the signals the launcher forwarded."""
+    way, ``signal`` when a signal ended it, the signals the launcher forwarded, and those it only
+    received (SIGINT, which the terminal sends the job too)."""
     started = time.time_ns()
     try:
         child = subprocess.Popen(command, env=env)
@@ -122,9 +123,15 @@ def run(command: list[str], env: dict[str, str]) -> dict:
         except ProcessLookupError:
             pass
 
+    received: list[str] = []
+
+    def note(signum, frame):
+        received.append(signal.Signals(signum).name)
+
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
-    # The terminal sends SIGINT to the whole process group: the job gets its own; we wait for it.
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The terminal sends SIGINT to the whole process group: the job gets its own, and we wait for
+    # it, noting that it came (a job that catches KeyboardInterrupt may still end with status 0).
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, note)
     try:
         returncode = child.wait()
     finally:
@@ -136,6 +143,7 @@ def run(command: list[str], env: dict[str, str]) -> dict:
         "signal": signal.Signals(died_of).name if died_of else None,
         "start_error": None,
         "forwarded": forwarded,
+        "received": received,
         "started_ns": started,
         "ended_ns": time.time_ns(),
     }

@@ -294,6 +294,8 @@ def _how_the_job_ended(run: dict | None) -> str | None:
         forwarded = " (forwarded by npuprof-run)" if run["signal"] in (run.get("forwarded") or []) else ""
         return f"the command was killed by signal {run['signal']}{forwarded}"
     status = run.get("status")
+    if "SIGINT" in (run.get("received") or []) and status not in (None, 130):
+        return f"the command was interrupted (SIGINT; the job caught it and ended with status {status})"
     if status in (None, 0):
         return None
     if status == 130:

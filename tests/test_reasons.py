@@ -124,6 +124,39 @@ def test_sigint_in_the_window_is_an_interruption_with_what_was_kept(out):
     assert_no_wrong_advice(text)
 
 
+def test_ctrl_c_that_the_job_catches_is_still_an_interruption(out, tmp_path):
+    """The terminal sends SIGINT to the whole process group; the job catches KeyboardInterrupt,
+    saves and exits 0: the reason is the interruption, not "run more steps"."""
+    job = tmp_path / "catches.py"
+    job.write_text(
+        "import time, torch\n"
+        "m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "try:\n"
+        "    for i in range(1, 2000):\n"
+        "        m(torch.ones(2, 4)).sum().backward(); opt.step(); opt.zero_grad(); time.sleep(0.01)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('caught at', i)\n"
+    )
+    launcher = subprocess.Popen(
+        [PYTHON, "-m", "npuprof_launch", "--skip-first", "2", "--active", "1000", "--output-dir", out, "--"]
+        + [sys.executable, str(job)],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's foreground job has
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(r["steps"] >= 5 for r in status_records(out)):
+        time.sleep(0.1)
+    os.killpg(launcher.pid, signal.SIGINT)
+    stdout, stderr = launcher.communicate(timeout=120)
+    assert launcher.returncode == 0 and "caught at" in stdout, stderr
+    text = stderr.split("npuprof: problems:", 1)[-1]
+    assert "interrupted by SIGINT at step" in text and "its trace keeps steps 3-" in text, text
+    assert_no_wrong_advice(text)
+
+
 def test_a_target_called_on_a_thread_pool_without_range(out):
     code = (
         "import concurrent.futures, torch\n"
