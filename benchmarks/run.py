@@ -14,6 +14,17 @@ measures the neighbours, so CPU time is shown beside it, and:
 
 Byte-code caches are written as users have them (PYTHONDONTWRITEBYTECODE unset, one warm-up run).
 
+Figures 6 to 9 (issues 15 and 16) measure what a window's end and the whole-run step times cost:
+
+6. the job's stall at a window's end (the wall time between the end of the window's last step and
+   the start of the next, less a step), npuprof-run against the same window hand-written with
+   torch.profiler and tensorboard_trace_handler; and, with the output on slow storage (a FUSE
+   passthrough that makes every write wait, slowfs.py), ``--stage-dir`` against the hand-written
+   window writing there;
+7. the bytes on disk per recorded step, plain and compressed (from the runs of 6);
+8. the per-step cost of ``--step-times`` against ``--no-step-times``, in one process like 2a;
+9. ``--check`` of synthetic outputs of 256 to 1024 ranks with step times and per-window summaries.
+
 ``--quick`` runs every figure with a few repetitions, so CI keeps the benchmark alive; its
 numbers are indicative only.
 """
@@ -21,16 +32,19 @@ numbers are indicative only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import json
 import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from npuprof_launch import deliverables, launch, names, options
@@ -63,18 +77,37 @@ class Child:
         return json.loads(self.stdout.strip().splitlines()[-1])
 
 
-def run_child(argv: list[str], env: dict[str, str]) -> Child:
-    """Run ``argv`` to the end; output goes to files so that wait4 can collect the child's rusage."""
+def run_child(argv: list[str], env: dict[str, str], timeout: float | None = None) -> Child:
+    """Run ``argv`` to the end; output goes to files so that wait4 can collect the child's rusage.
+
+    ``timeout``: past it the child's process group is killed (a job stuck on a broken filesystem
+    must fail the benchmark, not hang it).
+    """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        process = subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-        _, wait_status, usage = os.wait4(process.pid, 0)
+        process = subprocess.Popen(
+            argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=timeout is not None
+        )
+        timer = None
+        if timeout is not None:
+            timer = threading.Timer(timeout, _kill_group, (process.pid,))
+            timer.start()
+        try:
+            _, wait_status, usage = os.wait4(process.pid, 0)
+        finally:
+            if timer is not None:
+                timer.cancel()
         wall = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(wait_status)
         out.seek(0)
         err.seek(0)
         cpu = usage.ru_utime + usage.ru_stime
         return Child(wall, cpu, usage.ru_maxrss, process.returncode, out.read(), err.read())
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def base_env() -> dict[str, str]:
@@ -272,7 +305,11 @@ class Bench:
     # -- 3. the whole run -----------------------------------------------------------------------
 
     def whole_run(self) -> None:
-        """npuprof-run around the job against the same schedule written by hand with torch.profiler."""
+        """npuprof-run around the job against the same schedule written by hand with torch.profiler.
+
+        The tool's arm passes ``--no-gzip``: both arms then leave the same plain trace, as before
+        compression became the default; what compression costs the job is figure 6's.
+        """
         steps = 150 if self.quick else 8000
         skip, warmup, active = steps // 2, 1, 3
         job = [PYTHON, JOB, "--workload", "train", "--device", self.device, "--steps", str(steps)]
@@ -280,7 +317,7 @@ class Bench:
         def tool(_):
             out = self.scratch("whole_tool")
             argv = [PYTHON, "-m", "npuprof_launch", "--skip-first", str(skip), "--warmup", str(warmup)]
-            argv += ["--active", str(active), "--output-dir", out, "--", *job]
+            argv += ["--active", str(active), "--no-gzip", "--output-dir", out, "--", *job]
             child = run_child(argv, base_env())
             check_traces(child, out, active)
             return child
@@ -338,6 +375,235 @@ class Bench:
         for path, _ in dirs.values():
             shutil.rmtree(path, ignore_errors=True)
 
+    # -- 6 and 7. a window's end ------------------------------------------------------------------
+
+    def window_end(self, stall: bool = True) -> None:
+        """The job's stall at a window's end, and the bytes a recorded step leaves on disk (figure 7).
+
+        Every arm runs the same wide job (many small layers: a large trace for a short step) with
+        the same window, recording shapes as many users do. The job notes when each iteration
+        began; the stall is the time from the end of the window's last recorded step to the start
+        of the step after it: the length of the iteration that holds the window's end, less a
+        recorded step's (the median of the window's other recorded iterations). What spills into
+        the two iterations after it (the aftercare's CPU beside the job) is shown apart. Arms,
+        started alternately round after round: the window written by hand (torch.profiler.schedule,
+        tensorboard_trace_handler, prof.step() each iteration), npuprof-run --no-gzip, npuprof-run
+        (gzip, the default); with slow storage, npuprof-run --stage-dir (local) with --output-dir
+        on it, and the hand-written window writing there.
+        ``stall=False``: only the two arms figure 7 needs, once.
+        """
+        import slowfs
+
+        quick = self.quick
+        layers = 40 if quick else 200
+        skip, warmup, active, after = (4, 1, 2, 5) if quick else (8, 1, 3, 8)
+        steps = skip + warmup + active + after
+        rounds = 1 if quick or not stall else 5
+        job = [PYTHON, JOB, "--workload", "wide", "--layers", str(layers), "--device", self.device]
+        job += ["--steps", str(steps), "--step-starts"]
+        schedule = ["--skip-first", str(skip), "--warmup", str(warmup), "--active", str(active), "--record-shapes"]
+        limit = 600.0
+
+        def tool(out: str, *extra: str) -> dict:
+            argv = [PYTHON, "-m", "npuprof_launch", *schedule, *extra, "--output-dir", out, "--", *job]
+            return self._window_run(run_child(argv, base_env(), limit), out, skip, warmup, active)
+
+        def hand(out: str) -> dict:
+            argv = [*job, "--hand-profiler", f"{skip},{warmup},{active},1", "--tensorboard", "--record-shapes"]
+            child = run_child([*argv, "--trace-dir", out], base_env(), limit)
+            return self._window_run(child, out, skip, warmup, active)
+
+        arms = {
+            "plain": lambda: tool(self.scratch("end_plain"), "--no-gzip"),
+            "gzip": lambda: tool(self.scratch("end_gzip")),
+        }
+        if stall:
+            arms = {"hand": lambda: hand(self.scratch("end_hand")), **arms}
+        latency_ms, mbps = 0.5, 50.0
+        reason = slowfs.unavailable() if stall else "not measured (figure 7 alone)"
+        with contextlib.ExitStack() as stack:
+            counters = None
+            if reason is None:
+                slow = self.scratch("slow_mount")
+                try:
+                    counters = stack.enter_context(
+                        slowfs.mounted(self.scratch("slow_backing"), slow, latency_ms=latency_ms, mbps=mbps)
+                    )
+                except OSError as exc:
+                    reason = f"the slow filesystem could not be mounted: {exc}"
+            if counters is not None:
+                arms["staged"] = lambda: tool(
+                    _fresh(os.path.join(slow, "staged")), "--stage-dir", self.scratch("end_stage")
+                )
+                arms["hand_slow"] = lambda: hand(_fresh(os.path.join(slow, "hand")))
+            runs = rounds_of(arms, rounds, lambda run: run())
+        plain = median([r["bytes"] for r in runs["plain"]]) / active
+        packed = median([r["bytes"] for r in runs["gzip"]]) / active
+        if stall:
+            self._say_window_end(runs, layers, active, reason, counters, latency_ms, mbps)
+        self.say(
+            f"7. trace bytes per recorded step: plain {plain / 1e3:.0f} KB, gzip {packed / 1e3:.0f} KB "
+            f"(ratio {plain / packed:.1f})"
+        )
+        self.say(
+            f"      the wide job's window of {active} steps ({layers} layers, record_shapes), --no-gzip and gzip arms "
+            f"of figure 6: {plain * active / 1e6:.1f} MB and {packed * active / 1e6:.1f} MB a window; median of "
+            f"{len(runs['plain'])}"
+        )
+
+    def _window_run(self, child: Child, out: str, skip: int, warmup: int, active: int) -> dict:
+        """One arm's run: its stall in wall and CPU time (seconds), its trace bytes at home, its steps."""
+        check_traces(child, out, active)
+        found = child.json()
+        last = skip + warmup + active  # the iteration of the window's last recorded step (1-based)
+        result = {"wall_s": child.wall_s}
+        for clock in ("", "cpu_"):
+            starts = found[f"{clock}starts_s"]
+            durations = [b - a for a, b in zip(starts, starts[1:])]  # durations[i]: iteration i + 1
+            recorded = median(durations[skip + warmup : last - 1])
+            normal = median(durations[1 : skip - 2] + durations[last + 2 :])
+            result[f"{clock}stall_s"] = durations[last - 1] - recorded
+            result[f"{clock}after_s"] = sum(d - normal for d in durations[last : last + 2])
+            result[f"{clock}normal_s"], result[f"{clock}recorded_s"] = normal, recorded
+        result["bytes"] = sum(
+            os.path.getsize(os.path.join(out, name))
+            for name in os.listdir(out)
+            if name.endswith(names.TORCH_TRACE_SUFFIXES)
+        )
+        return result
+
+    def _say_window_end(self, runs, layers, active, reason, counters, latency_ms, mbps) -> None:
+        def paired(arm: str, against: str, key: str = "stall_s") -> float:
+            return median([a[key] / b[key] for a, b in zip(runs[arm], runs[against])])
+
+        def middle(arm: str, key: str = "stall_s") -> float:
+            return median([r[key] for r in runs[arm]])
+
+        trace_mb = middle("hand", "bytes") / 1e6
+        ratio = paired("gzip", "hand")
+        self.say(
+            f"6a. window-end stall, npuprof-run (gzip, the default) against the hand-written torch.profiler window: "
+            f"{middle('gzip'):.2f} s vs {middle('hand'):.2f} s (ratio {ratio:.2f})  "
+            f"{verdict(ratio, 1.0, 'x hand-written')}"
+        )
+        self.say(
+            f"      a {trace_mb:.1f} MB trace ({active} recorded steps of {layers} layers, record_shapes; a step "
+            f"{middle('hand', 'normal_s') * 1e3:.0f} ms bare, {middle('hand', 'recorded_s') * 1e3:.0f} ms recorded): "
+            f"the last recorded iteration less a recorded step; --no-gzip {middle('plain'):.2f} s (ratio "
+            f"{paired('plain', 'hand'):.2f}); CPU time of the job: gzip {middle('gzip', 'cpu_stall_s'):.2f}, --no-gzip "
+            f"{middle('plain', 'cpu_stall_s'):.2f}, hand-written {middle('hand', 'cpu_stall_s'):.2f} s; the two steps "
+            f"after it, over a bare step: gzip {middle('gzip', 'after_s') * 1e3:+.0f} ms, hand-written "
+            f"{middle('hand', 'after_s') * 1e3:+.0f} ms; paired medians of {len(runs['hand'])}"
+        )
+        if counters is None:
+            self.say(f"6b. window-end stall with --stage-dir, output on slow storage: skipped: {reason}")
+            return
+        staged = paired("staged", "hand_slow")
+        self.say(
+            f"6b. window-end stall with --stage-dir, output on slow storage: {middle('staged'):.2f} s vs "
+            f"{middle('hand_slow'):.2f} s hand-written to the same slow directory (ratio {staged:.2f})  "
+            f"{verdict(staged, 0.5, 'x hand-written')}"
+        )
+        requests, written = counters.get("write_requests", 0), counters.get("write_bytes", 0) / 1e6
+        self.say(
+            f"      slow storage: a FUSE passthrough (benchmarks/slowfs.py), each write request waits "
+            f"{latency_ms:g} ms + its bytes at {mbps:g} MB/s, metadata changes {latency_ms:g} ms; "
+            f"{requests} write requests, {written:.0f} MB, {counters.get('slept_s', 0.0):.1f} s waited in all; "
+            f"the stage on the local disk; the two steps after the window, over a bare step: staged "
+            f"{middle('staged', 'after_s') * 1e3:+.0f} ms, hand-written {middle('hand_slow', 'after_s') * 1e3:+.0f} ms"
+        )
+
+    # -- 8. whole-run step times --------------------------------------------------------------------
+
+    def step_times_cost(self) -> None:
+        """``--step-times`` against ``--no-step-times`` per optimizer.step, in one process like 2a.
+
+        job.py switches the session's step times on and off block by block (StepTimesSwitch) on
+        the one-scalar SGD step under the clock, outside any window. Both settings time each step
+        in the clock's hook; they differ at the checkpoints (every CHECKPOINT_S), where on appends
+        the times to the file. So that the blocks hold checkpoints, the job makes them come every
+        ``checkpoint_s``, far more often than they do: the figure is an upper bound, and is also
+        given scaled to the real interval.
+        """
+        out = self.scratch("steptimes_out")
+        checkpoint_s = 0.02
+        argv = [PYTHON, JOB, "--workload", "tiny", "--device", self.device, "--steps", "10", "--block", "5000"]
+        argv += ["--rounds", "4" if self.quick else "30", "--toggle", "step-times", "--checkpoint-s", str(checkpoint_s)]
+        arms = {index: argv for index in range(1 if self.quick else 3)}
+        runs = rounds_of(arms, 1, lambda command: run_child(command, tool_env(out, skip_first=NEVER)))
+        data = [child.json() for children in runs.values() for child in children]
+        check_arm(data, "waiting")
+        cost, control = hook_cost(data)
+        real_s = data[0]["real_checkpoint_s"]
+        step_us = median([d for r in data for d in r["detached_us"]])
+        self.say(
+            f"8. whole-run step times (--step-times vs --no-step-times): {cost[0]:+.3f} us per optimizer.step  "
+            f"{verdict(cost[0], 0.5, 'us')}"
+        )
+        self.say(
+            f"      a one-scalar SGD step under the clock ({step_us:.1f} us), step times on vs off block by block in "
+            f"one process, CPU time, checkpoints every {checkpoint_s:g} s ({real_s / checkpoint_s:.0f}x as often as "
+            f"the real {real_s:g} s): {spread(cost)}; control (off vs off): {spread(control)}; scaled to the real "
+            f"interval: {cost[0] * checkpoint_s / real_s:+.4f} us"
+        )
+
+    # -- 9. --check of a thousand ranks -------------------------------------------------------------
+
+    def summary_scaling(self) -> None:
+        """``npuprof-run --check`` of synthetic outputs of 256, 512 and 1024 ranks, with step times and
+        per-window summaries, and at fixed ranks with 4x the trace: time and HTML size against ranks.
+
+        Each rank's trace is past report.DEEP_BYTES in all (the summaries are read, not the traces),
+        written once and hard-linked for every rank: the report only stats the traces then.
+        """
+        import synthetic_output
+
+        from npuprof_launch import htmlreport, report
+
+        counts = (64, 128, 256) if self.quick else (256, 512, 1024)
+        steps = 500 if self.quick else 20000
+        megabytes = round(1.05 * report.DEEP_BYTES / counts[0] / 1e6, 2)
+        shape = {"step_times": steps, "summaries": True, "link": True}
+        dirs = {}
+        for ranks in counts:
+            path = self.scratch(f"ranks_{ranks}")
+            dirs[ranks] = (path, synthetic_output.write_output(path, ranks, megabytes, **shape))
+        big = self.scratch(f"ranks_{counts[0]}_4x")
+        dirs["4x"] = (big, synthetic_output.write_output(big, counts[0], 4 * megabytes, **shape))
+
+        def check(entry) -> Child:
+            child = run_child([PYTHON, "-m", "npuprof_launch", "--check", entry[0]], base_env())
+            if child.returncode != 0:
+                raise RuntimeError(f"--check did not pass on the synthetic output:\n{child.stdout[-2000:]}")
+            if "were not read again" not in child.stdout:
+                raise RuntimeError(f"--check read the traces instead of their summaries:\n{child.stdout[-2000:]}")
+            child.html_bytes = os.path.getsize(os.path.join(entry[0], htmlreport.FILE_NAME))
+            return child
+
+        runs = rounds_of(dirs, 1 if self.quick else 3, check)
+        cpu = {key: median([c.cpu_s for c in children]) for key, children in runs.items()}
+        wall = {key: median([c.wall_s for c in children]) for key, children in runs.items()}
+        html = {key: median([c.html_bytes for c in children]) / 1e6 for key, children in runs.items()}
+        a, b, c = counts
+        self.say(
+            f"9a. --check at {a}/{b}/{c} ranks with step times and window summaries: "
+            f"{'/'.join(f'{cpu[n]:.2f}' for n in counts)} s CPU, HTML {'/'.join(f'{html[n]:.2f}' for n in counts)} MB; "
+            f"ratios {c}/{b} {cpu[c] / cpu[b]:.2f} and {b}/{a} {cpu[b] / cpu[a]:.2f} (time), "
+            f"{html[c] / html[b]:.2f} and {html[b] / html[a]:.2f} (HTML) (linear: 2.00)"
+        )
+        self.say(
+            f"      {steps} steps of step times a rank ({steps * 4 / 1e3:.0f} KB), a {megabytes:g} MB trace a rank "
+            f"(hard links: past {report.DEEP_BYTES / 2**20:.0f} MiB the report reads the summaries); wall "
+            f"{'/'.join(f'{wall[n]:.2f}' for n in counts)} s; median of {len(runs[a])}"
+        )
+        self.say(
+            f"9b. --check at {a} ranks with window summaries, trace size 1x/4x ({dirs[a][1] / 1e9:.1f}/"
+            f"{dirs['4x'][1] / 1e9:.1f} GB): {cpu[a]:.2f}/{cpu['4x']:.2f} s CPU, ratio 4x/1x {cpu['4x'] / cpu[a]:.2f} "
+            f"(flat: 1.00); wall {wall[a]:.2f}/{wall['4x']:.2f} s"
+        )
+        for path, _ in dirs.values():
+            shutil.rmtree(path, ignore_errors=True)
+
 
 def hook_cost(results: list[dict]) -> tuple[tuple[float, float, int], tuple[float, float, int]]:
     """Per-step cost of the hooks (attached - detached) and the control (detached - detached), from job.py rounds."""
@@ -370,6 +636,12 @@ def callgrind_instructions(argv: list[str], env: dict[str, str]) -> int:
     if child.returncode != 0 or match is None:
         raise RuntimeError(f"callgrind failed (exit {child.returncode}):\n{child.stderr[-2000:]}")
     return int(match.group(1))
+
+
+def _fresh(path: str) -> str:
+    """``path`` emptied (it may be on the slow filesystem, where scratch's workdir is not)."""
+    shutil.rmtree(path, ignore_errors=True)
+    return path
 
 
 def check_arm(results: list[dict], state: str) -> None:
@@ -422,7 +694,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions: checks that every figure runs")
     parser.add_argument("--device", default="cpu", help="where the jobs of figures 2 to 4 put their model (cuda)")
-    parser.add_argument("--only", default="1,2,3,4,5", help="the figures to measure, e.g. 2,3 (4 comes with 2)")
+    parser.add_argument(
+        "--only", default="1,2,3,4,5,6,7,8,9", help="the figures to measure, e.g. 2,3 (4 comes with 2, 7 with 6)"
+    )
     args = parser.parse_args(argv)
     only = set(args.only.split(","))
     print(f"npuprof-launch overhead benchmark ({'quick: indicative only' if args.quick else 'full'})", flush=True)
@@ -441,6 +715,12 @@ def main(argv: list[str] | None = None) -> int:
             bench.memory(clock_runs)
         if "5" in only:
             bench.check_scaling()
+        if only & {"6", "7"}:
+            bench.window_end(stall="6" in only)
+        if "8" in only:
+            bench.step_times_cost()
+        if "9" in only:
+            bench.summary_scaling()
     print(f"load at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     return 0
 

@@ -5,14 +5,23 @@ torch.profiler's layout (metadata, ``ProfilerStep#`` spans holding nested ``cpu_
 forward/backward flow arrows, the profiler's own span). Only the trace size changes between
 the sizes of one benchmark, so ``--check`` time can be set against it. The names and the record
 come from the package (names.py, options.py), so the layout follows the product's.
+
+``write_output(..., step_times=N, summaries=True)`` writes what a run of the tool leaves today
+besides: each rank's whole-run step times (N steps, steptimes.py) with the statistics its session
+computes at its end (``step_stats``), and each window's aftercare result with the trace's summary
+(aftercare.py), which the report reads instead of the trace past ``report.DEEP_BYTES`` of traces.
+``link=True`` writes one trace and hard-links it for every rank: the report then only stats the
+traces (their summaries stand for them), and a thousand ranks of traces cost one file's disk.
 """
 
 from __future__ import annotations
 
+import array
 import json
 import os
+import random
 
-from npuprof_launch import files, names, options, record
+from npuprof_launch import aftercare, deliverables, files, jobview, names, options, record, steptimes
 from npuprof_launch.schedule import Schedule
 
 #: The operators of one step: (name, children), nested as torch records them.
@@ -120,22 +129,92 @@ def trace_text(megabytes: float, steps: int, pid: int = 4242) -> str:
     return json.dumps(document)
 
 
-def write_output(directory: str, ranks: int, megabytes: float) -> int:
-    """Write ``ranks`` processes' status records and traces of ``megabytes`` MB each; returns bytes written."""
+def step_durations(steps: int, seed: int = 0) -> array.array:
+    """``steps`` step durations (seconds) of a steady job: 0.1 s with 2 % of jitter, float32."""
+    rng = random.Random(seed)
+    return array.array("f", (0.1 * (1 + 0.02 * rng.random()) for _ in range(steps)))
+
+
+def write_output(
+    directory: str,
+    ranks: int,
+    megabytes: float,
+    *,
+    step_times: int = 0,
+    summaries: bool = False,
+    link: bool = False,
+) -> int:
+    """Write ``ranks`` processes' status records and traces of ``megabytes`` MB each; returns the
+    bytes of trace the report sees (hard links counted once per rank, as the report counts them).
+
+    ``step_times``: steps of whole-run step times per rank (0: none); ``summaries``: each window's
+    aftercare result with its summary; ``link``: one trace file, hard-linked for every rank.
+    """
     config, problems = options.resolve({}, {})
     if problems:
         raise RuntimeError(f"the default options do not resolve: {problems}")
     text = trace_text(megabytes, config.active)
     started = 1_700_000_000_000_000_000
     total = 0
+    first_trace = None
+    summary = None
+    pattern = step_durations(step_times) if step_times else None
+    window_first = config.skip_first + 1
+    window_last = Schedule.of(config).length()
     for rank in range(ranks):
         pid = 10_000 + rank
         worker = names.worker_name(rank, pid=pid, environ={})
         trace = names.torch_trace_name(worker, started + 1)
         files.make_dirs(directory)
-        with open(os.path.join(directory, trace), "w") as handle:
-            handle.write(text)
+        path = os.path.join(directory, trace)
+        if link and first_trace is not None:
+            os.link(first_trace, path)
+        else:
+            with open(path, "w") as handle:
+                handle.write(text)
+            first_trace = path
         total += len(text)
+        status = names.status_path(directory, worker, started)
+        steps = Schedule.of(config).length()
+        windows = []
+        if summaries:
+            if summary is None:
+                summary = aftercare._merge(None, deliverables.summarize_torch_trace(path))
+            result = aftercare.result_path(status, 1)
+            files.write_json(
+                result,
+                {
+                    "status": "done",
+                    "started_ns": started + 1,
+                    "ended_ns": started + 2,
+                    "pid": pid + 1,
+                    "traces": [trace],
+                    "left": [],
+                    "errors": [],
+                    "summary": summary,
+                    "bytes": {trace: len(text)},
+                    "plain_bytes": {trace: len(text)},
+                },
+            )
+            windows.append(
+                {
+                    "first_step": window_first,
+                    "last_step": window_last,
+                    "complete": True,
+                    "traces": [trace],
+                    "aftercare": os.path.relpath(result, directory),
+                }
+            )
+        times_rel = stats = None
+        if pattern is not None:
+            shift = rank % len(pattern)
+            durations = pattern[shift:] + pattern[:shift]  # every rank a little different, built at C speed
+            times_path = names.step_times_path(status)
+            steptimes.append(times_path, durations)
+            times_rel = os.path.relpath(times_path, directory)
+            profiled = set(range(window_first - config.warmup, window_last + 2))
+            stats = jobview.rank_stats(durations, profiled)
+            steps = max(steps, len(durations) + 1)
         fields = {
             "host": names.host(),
             "pid": pid,
@@ -147,8 +226,8 @@ def write_output(directory: str, ranks: int, megabytes: float) -> int:
             "clock": "optimizer.step",
             "backend": "torch",
             "options": config.as_dict(),
-            "steps": Schedule.of(config).length(),
-            "mean_step_s": 0.5,
+            "steps": steps,
+            "mean_step_s": 0.1 if pattern is not None else 0.5,
             "window_steps": [config.skip_first + 1, Schedule.of(config).length()],
             "schedule_steps": Schedule.of(config).length(),
             "windows_planned": config.repeat,
@@ -161,5 +240,9 @@ def write_output(directory: str, ranks: int, megabytes: float) -> int:
             "updated_ns": started + 2,
             "ended": record.ENDED_EXIT,
         }
-        record.write(names.status_path(directory, worker, started), record.normalized(fields))
+        if summaries:
+            fields["windows"] = windows
+        if pattern is not None:
+            fields.update(step_times=times_rel, step_stats=stats)
+        record.write(status, record.normalized(fields))
     return total

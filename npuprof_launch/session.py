@@ -26,6 +26,7 @@ Every failure of the profiler (build, start, step, stop, export) is caught here:
 from __future__ import annotations
 
 import array
+import operator
 import os
 import sys
 import threading
@@ -637,10 +638,11 @@ class Session:
         times = self.times
         if len(times) < 2:
             return
-        durations = [times[i] - times[i - 1] for i in range(1, len(times))]
-        del times[:-1]  # the last time stays: the next step's duration starts there
         if not self.config.step_times:
+            del times[:-1]  # the last time stays: the next step's duration starts there
             return
+        durations = array.array("d", map(operator.sub, times[1:], times[:-1]))  # C loops, no Python one
+        del times[:-1]
         try:
             files.make_dirs(os.path.dirname(self._times_path))
             self._times_written += steptimes.append(self._times_path, durations)

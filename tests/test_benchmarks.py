@@ -1,8 +1,11 @@
 """The overhead benchmark (benchmarks/run.py) must keep running: CI runs its quick mode.
 
 No timing is asserted here: a shared CI machine cannot judge milliseconds. The test only holds
-the benchmark to printing every figure of issue #9, so that a change to the hook, the launcher
-or the report that breaks a measurement shows up at once instead of on the next release.
+the benchmark to printing every figure of issue #9 and those added with issues 15 and 16 (a
+window's end, trace bytes, whole-run step times, --check of a thousand ranks), so that a change
+to the hook, the launcher or the report that breaks a measurement shows up at once instead of
+on the next release. Figure 6b may say "skipped: <reason>" where no slow filesystem can be
+mounted (no /dev/fuse, not root).
 """
 
 from __future__ import annotations
@@ -27,11 +30,25 @@ FIGURES = (
     r"3\. whole run through npuprof-run .+: [+-]\d+\.\d+% wall, .+\[target <= 5 %: (met|MISSED)\]",
     r"4\. peak memory \(max RSS\) outside the window: [+-]\d+\.\d+ MB",
     r"5\. --check on \d+ ranks, trace size 1x/2x/4x: .+ ratio 2x/1x \d+\.\d+, 4x/2x \d+\.\d+",
+    r"6a\. window-end stall, npuprof-run \(gzip, the default\) .+: -?\d+\.\d+ s vs -?\d+\.\d+ s \(ratio -?\d+\.\d+\)  "
+    r"\[target <= 1 x hand-written: (met|MISSED)\]",
+    r" +a \d+\.\d+ MB trace \(\d+ recorded steps of \d+ layers, record_shapes; .+--no-gzip -?\d+\.\d+ s ",
+    r"6b\. window-end stall with --stage-dir, output on slow storage: (-?\d+\.\d+ s vs -?\d+\.\d+ s .+"
+    r"\[target <= 0\.5 x hand-written: (met|MISSED)\]|skipped: .+)",
+    r"7\. trace bytes per recorded step: plain \d+ KB, gzip \d+ KB \(ratio \d+\.\d+\)",
+    r"8\. whole-run step times \(--step-times vs --no-step-times\): [+-]\d+\.\d+ us per optimizer\.step  "
+    r"\[target <= 0\.5 us: (met|MISSED)\]",
+    r" +a one-scalar SGD step under the clock .+control \(off vs off\): [+-]\d+\.\d+ \+- \d+\.\d+ us",
+    r"9a\. --check at \d+/\d+/\d+ ranks with step times and window summaries: .+ MB; "
+    r"ratios \d+/\d+ \d+\.\d+ and \d+/\d+ \d+\.\d+ \(time\), \d+\.\d+ and \d+\.\d+ \(HTML\)",
+    r"9b\. --check at \d+ ranks with window summaries, trace size 1x/4x .+ ratio 4x/1x \d+\.\d+",
 )
 
 
 def test_quick_benchmark_prints_every_figure(tmp_path):
-    result = python([os.path.join(ROOT, "benchmarks", "run.py"), "--quick"], cwd=str(tmp_path), env=clean_env())
+    result = python(
+        [os.path.join(ROOT, "benchmarks", "run.py"), "--quick"], cwd=str(tmp_path), env=clean_env(), timeout=900
+    )
     assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     lines = result.stdout.splitlines()
     position = 0
