@@ -3,7 +3,9 @@
 torch_npu cannot be imported without the Ascend driver and CANN, so the contract tests read its
 Python sources instead: ``pip download --no-deps`` fetches each wheel once into a cache outside
 the repository (``$NPUPROF_TEST_CACHE``, else ``$XDG_CACHE_HOME/npuprof-tests/torch_npu``, else
-``~/.cache/npuprof-tests/torch_npu``), and the files are read straight from the zip.
+``~/.cache/npuprof-tests/torch_npu``), and the files are read straight from the zip. A release
+that is not on PyPI yet (2.15, from the master branch) is read from a verbatim extract of its
+sources checked in under ``tests/npu_sources`` (``SOURCE_DIRS``; see the README there).
 """
 
 from __future__ import annotations
@@ -16,9 +18,18 @@ import subprocess
 import sys
 import zipfile
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+#: The version a build of the checked-in master sources reports (setup.py adds +git and the sha).
+MASTER = "2.15.0+git9e73e70"
+#: Releases read from sources checked in here rather than from a wheel: CI reaches only PyPI.
+SOURCE_DIRS = {MASTER: os.path.join(HERE, "npu_sources", "master-2.15")}
 #: The releases the contract tests check (the issue's list: oldest, the 2.4.0 without async_mode,
-#: 2.6.0 without mstx, 2.9.0 without HostSystem.NUMA, and the newest).
-RELEASES = ("2.1.0.post8", "2.4.0", "2.6.0", "2.9.0", "2.14.0")
+#: 2.6.0 without mstx, 2.9.0 without HostSystem.NUMA, the newest on PyPI (2.14.0, the newest
+#: 2.14.x there on 2026-12-01) and master's 2.15).
+RELEASES = ("2.1.0.post8", "2.4.0", "2.6.0", "2.9.0", "2.14.0", MASTER)
+#: Where the first msPTI profiler for torch.profiler appeared: 2.12.0.post2 lacks it, 2.12.0.post3
+#: (a backport) and 2.13.0 have it. Read only by the msPTI contract test.
+MSPTI_BOUNDARY = ("2.12.0.post2", "2.12.0.post3", "2.13.0")
 #: The wheels are built for CPython 3.11 only; the sources are the same for every Python.
 WHEEL_PYTHON = "3.11"
 PROFILER = "torch_npu/profiler/"
@@ -42,6 +53,19 @@ CONSTANT_CLASSES = {
 #: A default the sources compute at import time (e.g. os.cpu_count() // 2): not compared.
 UNKNOWN = "<computed>"
 
+#: torch_npu's msPTI profiler for plain torch.profiler (ProfilerActivity.PrivateUse1): the header a
+#: wheel ships (what the torch backend looks for in an installed torch_npu), the library it is
+#: compiled into, and in checked-in sources the C++ that registers it and the libmspti.so check.
+MSPTI_HEADER = "torch_npu/include/torch_npu/csrc/profiler/mspti_activity_profiler.h"
+MSPTI_LIBRARY = "torch_npu/lib/libtorch_npu.so"
+MSPTI_SOURCES = {
+    "header": "torch_npu/csrc/profiler/mspti_activity_profiler.h",
+    "profiler": "torch_npu/csrc/profiler/mspti_activity_profiler.cpp",
+    "interface": "torch_npu/csrc/framework/interface/MsptiInterface.cpp",
+}
+#: Where a release renames PrivateUse1 to npu (torch.utils.rename_privateuse1_backend("npu")).
+RENAME_FILES = ("torch_npu/__init__.py", "torch_npu/_init/registry/backend.py")
+
 
 def cache_dir() -> str:
     explicit = os.environ.get("NPUPROF_TEST_CACHE")
@@ -49,6 +73,11 @@ def cache_dir() -> str:
         return explicit
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "npuprof-tests", "torch_npu")
+
+
+def sources(version: str) -> str:
+    """Where the sources of ``version`` are: its checked-in directory, else its wheel (downloaded once)."""
+    return SOURCE_DIRS.get(version) or wheel(version)
 
 
 def _platforms() -> list[str]:
@@ -88,18 +117,78 @@ class Parameter:
 
 
 class ReleaseSource:
-    """What one release's profiler sources define, read with ``ast`` (nothing is imported)."""
+    """What one release's profiler sources define, read with ``ast`` (nothing is imported).
+
+    ``path`` is a wheel, or a directory holding the release's files under their paths in the
+    wheel (``torch_npu/profiler/...``), as ``tests/npu_sources/*`` does.
+    """
 
     def __init__(self, version: str, path: str) -> None:
         self.version = version
         self.path = path
-        with zipfile.ZipFile(path) as archive:
-            self._files = {
-                name: archive.read(name).decode("utf-8")
-                for name in archive.namelist()
-                if name.startswith(PROFILER) and name.endswith(".py")
-            }
+        self._files = {
+            name: self.read(name).decode("utf-8")
+            for name in self._names()
+            if name.startswith(PROFILER) and name.endswith(".py")
+        }
         self.constants = self._literal_assignments(self._class(CONSTANTS, "Constant"))
+
+    @property
+    def is_wheel(self) -> bool:
+        return not os.path.isdir(self.path)
+
+    def _names(self) -> list[str]:
+        if self.is_wheel:
+            with zipfile.ZipFile(self.path) as archive:
+                return archive.namelist()
+        names = []
+        for folder, _, files in os.walk(self.path):
+            for file in files:
+                names.append(os.path.relpath(os.path.join(folder, file), self.path).replace(os.sep, "/"))
+        return sorted(names)
+
+    def read(self, name: str) -> bytes | None:
+        """The bytes of one file of the release (any file, not only the profiler's); None if absent."""
+        if self.is_wheel:
+            with zipfile.ZipFile(self.path) as archive:
+                try:
+                    return archive.read(name)
+                except KeyError:
+                    return None
+        try:
+            with open(os.path.join(self.path, *name.split("/")), "rb") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return None
+
+    def mspti(self) -> dict[str, bool]:
+        """What the release has of the msPTI profiler that records NPU kernels through plain
+        torch.profiler (PrivateUse1), each fact from the release's own files:
+
+        ``header``: it declares ``MsptiActivityProfilerPoc``, the libkineto profiler "registered for
+        ProfilerActivity.PrivateUse1" (in a wheel: the header it ships, which the torch backend
+        looks for in an installed torch_npu); ``registered``: that profiler is compiled in (a
+        wheel's libtorch_npu.so) or registered (``REGISTER_PRIVATEUSE1_PROFILER`` in the sources);
+        ``libmspti``: the session runs only when ``$ASCEND_HOME_PATH/lib64/libmspti.so`` exists;
+        ``npu_backend``: torch_npu renames PrivateUse1 to ``npu`` (so torch.profiler lists it).
+        """
+        rename = any(b'rename_privateuse1_backend("npu")' in (self.read(name) or b"") for name in RENAME_FILES)
+        if self.is_wheel:
+            header = self.read(MSPTI_HEADER) or b""
+            library = self.read(MSPTI_LIBRARY) or b""
+            registered = b"MsptiActivityProfilerPoc" in library
+            gate = library
+        else:
+            header = self.read(MSPTI_SOURCES["header"]) or b""
+            profiler = self.read(MSPTI_SOURCES["profiler"]) or b""
+            registered = b"REGISTER_PRIVATEUSE1_PROFILER(MsptiActivityProfilerPoc)" in profiler
+            gate = self.read(MSPTI_SOURCES["interface"]) or b""
+        return {
+            "header": b"class MsptiActivityProfilerPoc" in header and b"ProfilerActivity.PrivateUse1" in header,
+            "registered": registered,
+            "libmspti": b"ASCEND_HOME_PATH" in gate and b"/lib64/libmspti.so" in gate,
+            "npu_backend": rename,
+        }
 
     def _tree(self, name: str) -> ast.Module:
         return ast.parse(self._files[name])

@@ -1,6 +1,7 @@
 """Issue 5: what the npu backend passes, checked against the sources of real torch_npu releases.
 
-For each release the wheel is fetched once (see npu_wheels.py) and read with ``ast``. The backend's
+For each release the wheel is fetched once (see npu_wheels.py) and read with ``ast``; master's 2.15,
+not on PyPI, is read from the extract checked in under tests/npu_sources. The backend's
 own version logic is driven with that release's version string, and every keyword, required
 argument, list-typed value and constant it would use must exist in that release. The per-version
 table must agree with the sources exactly, and the recording stand-in must have the signatures of
@@ -16,7 +17,16 @@ import subprocess
 
 import pytest
 from conftest import PYTHON, ROOT, clean_env
-from npu_wheels import CONSTANT_CLASSES, RELEASES, UNKNOWN, ReleaseSource, wheel
+from npu_wheels import (
+    CONSTANT_CLASSES,
+    DEFINITIONS,
+    MSPTI_BOUNDARY,
+    RELEASES,
+    SOURCE_DIRS,
+    UNKNOWN,
+    ReleaseSource,
+    sources,
+)
 
 from npuprof_launch import options
 from npuprof_launch.backends import npu
@@ -28,13 +38,7 @@ _sources: dict[str, ReleaseSource] = {}
 @pytest.fixture(scope="session", params=RELEASES)
 def release(request) -> ReleaseSource:
     """One real release's sources; the wheel is downloaded once and kept in the cache."""
-    version = request.param
-    if version not in _sources:
-        try:
-            _sources[version] = ReleaseSource(version, wheel(version))
-        except RuntimeError as exc:
-            pytest.skip(f"cannot fetch the torch_npu {version} wheel (needs PyPI): {exc}")
-    return _sources[version]
+    return _release(request.param)
 
 
 def config(**given: str) -> options.Config:
@@ -179,7 +183,8 @@ SESSIONS_OWN = ("wait", "repeat")
 
 
 def test_newest_release_takes_every_option():
-    """On 2.14.0 no option is dropped: each one changes the calls (but the session's own)."""
+    """On the newest release (master's 2.15) no option is dropped: each one changes the calls (but
+    the session's own)."""
     newest = RELEASES[-1]
     caps = npu.capabilities(newest)
     base = npu.plan(config(), newest, caps, "/o", "w")
@@ -236,7 +241,7 @@ print(json.dumps({
 @pytest.mark.parametrize("version", ["2.14.0", "2.4.0"])
 def test_the_standin_has_the_api_of_the_release_it_imitates(version):
     try:
-        real = _sources.get(version) or ReleaseSource(version, wheel(version))
+        real = _sources.get(version) or ReleaseSource(version, sources(version))
     except RuntimeError as exc:
         pytest.skip(f"cannot fetch the torch_npu {version} wheel (needs PyPI): {exc}")
     env = clean_env(PYTHONPATH=STANDIN, TORCH_NPU_STANDIN_VERSION=version)
@@ -288,3 +293,64 @@ def test_the_message_functions_we_watch_are_where_the_release_defines_them(relea
     for name in npu.MESSAGE_FUNCTIONS:
         assert release.references(name + "("), f"{release.version}: nothing calls {name}"
     assert release.references(npu.OWN_WARNINGS[0]), f"{release.version}: the warning we skip is not printed"
+
+
+# -- the checked-in sources of releases not on PyPI ---------------------------------------------
+
+
+@pytest.mark.parametrize("version", sorted(SOURCE_DIRS))
+def test_checked_in_sources_are_whole_and_say_where_they_came_from(version):
+    """What the contract tests read is there, with the upstream licence and the commit it came from."""
+    folder = SOURCE_DIRS[version]
+    with open(os.path.join(folder, "README.md")) as handle:
+        readme = handle.read()
+    assert version.split("+git")[-1] in readme, "the README names the commit the files came from"
+    with open(os.path.join(folder, "LICENSE")) as handle:
+        assert "Redistribution and use in source and binary forms" in handle.read()
+    release = ReleaseSource(version, folder)
+    assert not release.is_wheel
+    for api in DEFINITIONS:
+        assert release.parameters(api), api
+    for cls in CONSTANT_CLASSES:
+        assert release.members(cls), cls
+    assert release.exports() and release.constants
+
+
+# -- torch_npu's msPTI profiler for plain torch.profiler (the torch backend's --activities npu) ---
+
+
+def _release(version: str) -> ReleaseSource:
+    """One release's sources, read once; skips the test when its wheel cannot be fetched."""
+    if version not in _sources:
+        try:
+            _sources[version] = ReleaseSource(version, sources(version))
+        except RuntimeError as exc:
+            pytest.skip(f"cannot fetch the torch_npu {version} wheel (needs PyPI): {exc}")
+    return _sources[version]
+
+
+@pytest.mark.parametrize("version", [*RELEASES, *MSPTI_BOUNDARY])
+def test_the_mspti_table_agrees_with_the_sources(version):
+    """npu.MSPTI_PROFILER says which releases register an msPTI profiler for PrivateUse1; each
+    release's own files must agree (the header the torch backend looks for, and the compiled
+    registration), and every release renames PrivateUse1 to npu."""
+    facts = _release(version).mspti()
+    assert facts["npu_backend"], f"torch_npu {version} does not rename PrivateUse1 to npu"
+    in_sources = facts["header"] and facts["registered"]
+    assert facts["header"] == facts["registered"], f"torch_npu {version}: {facts}"
+    assert npu.has_feature(npu.MSPTI_PROFILER, version) == in_sources, (
+        f"MSPTI_PROFILER says torch_npu {version} {'lacks' if in_sources else 'has'} the msPTI profiler; "
+        f"its files say {facts}"
+    )
+    if in_sources:
+        assert facts["libmspti"], f"torch_npu {version} no longer gates on $ASCEND_HOME_PATH/lib64/libmspti.so"
+
+
+def test_2_14_registers_its_mspti_profiler_for_privateuse1():
+    """What --backend torch --activities cpu,npu relies on, in the newest release on PyPI: the
+    header under the installed package (torch.py looks for MSPTI_PROFILER.owner), the profiler
+    compiled into libtorch_npu.so, its libmspti.so condition, and the rename to npu."""
+    release = _release("2.14.0")
+    assert release.read("torch_npu/" + npu.MSPTI_PROFILER.owner) is not None
+    assert npu.MSPTI_PROFILER.attr.encode() in release.read("torch_npu/" + npu.MSPTI_PROFILER.owner)
+    assert release.mspti() == {"header": True, "registered": True, "libmspti": True, "npu_backend": True}

@@ -158,3 +158,26 @@ def test_check_over_a_big_output_shows_progress_on_stderr_and_keeps_json_clean(t
     assert re.fullmatch(r"npuprof: reading the output and every trace: 200/200 processes in \d+ s", lines[-1])
     if len(lines) > 1:
         assert re.fullmatch(r"npuprof: .*: \d+/200 processes, about \d+ (s|min) left", lines[0]), lines
+
+
+def test_a_training_loop_on_a_thread_is_profiled_without_a_false_profiler_error(out, tmp_path):
+    """Kineto prints "ERROR: External init callback must run in same thread as registerClient"
+    when a profiler starts on another thread than the one that imported torch (a hand-written
+    one does too); the trace is whole, so it is no error of the profiler's, and --check passes."""
+    job = tmp_path / "thread_train.py"
+    job.write_text(
+        "import threading, torch\n"
+        "def train():\n"
+        "    m = torch.nn.Linear(16, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)\n"
+        "    for _ in range(8):\n"
+        "        m(torch.randn(8, 16)).pow(2).mean().backward(); opt.step(); opt.zero_grad()\n"
+        "t = threading.Thread(target=train); t.start(); t.join()\n"
+        "print('done')\n"
+    )
+    result = npuprof(["--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, str(job)])
+    assert_ok(result)
+    assert "External init callback" not in result.stderr
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+    (process,) = report["processes"]
+    assert [(w["first_step"], w["last_step"], w["complete"]) for w in process["windows"]] == [(3, 4, True)]

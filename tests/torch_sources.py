@@ -159,6 +159,8 @@ APIS = (
     "torch.profiler.schedule(skip_first=)",
     "torch.profiler.ProfilerActivity.CPU",
     "torch.profiler.ProfilerActivity.CUDA",
+    "torch.profiler.ProfilerActivity.PrivateUse1",
+    "torch.profiler.supported_activities",
     "torch.cuda.is_available",
     # processes (process.py)
     "torch._C._autograd._clear_callbacks",

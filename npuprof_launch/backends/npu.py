@@ -65,6 +65,19 @@ FEATURES: tuple[Feature, ...] = (
     Feature("host_sys_numa", ("2.7.1.post11", "2.9.0.post9", "2.10.0.post7"), "member", "HostSystem", "NUMA"),
 )
 
+#: Not a keyword of torch_npu.profiler but of the torch backend: torch_npu's msPTI profiler, which
+#: records NPU kernels for plain ``torch.profiler`` (a libkineto profiler registered for
+#: ProfilerActivity.PrivateUse1 when libtorch_npu.so loads). Read from the wheels: 2.12.0.post2 lacks
+#: it, 2.12.0.post3 and 2.13.0 have it (tests/test_npu_contract.py re-reads them). ``owner`` is the
+#: header every release that has it ships, under the installed package, which outranks this table.
+MSPTI_PROFILER = Feature(
+    "mspti_privateuse1",
+    ("2.12.0.post3", "2.13.0"),
+    "header",
+    "include/torch_npu/csrc/profiler/mspti_activity_profiler.h",
+    "MsptiActivityProfilerPoc",
+)
+
 #: torch_npu's own defaults (the same in every release checked): a keyword whose value equals its
 #: default is left out, so the calls read like the field's own examples. The contract tests check
 #: these against each release.

@@ -1,4 +1,5 @@
-"""torch.profiler on CPU and CUDA, with the same options as the NPU backend.
+"""torch.profiler on CPU and CUDA (and NPU kernels through torch_npu's msPTI profiler, see
+``npu_activity``), with the same options as the NPU backend.
 
 Kineto speaks on the process's stderr (file descriptor 2, from C++): ``USDT:`` and ``STAGE:``
 chatter at every start and stop (a hand-written profiler prints it too), and its warnings and
@@ -31,6 +32,15 @@ CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
 KINETO_CHATTER = re.compile(r"^(USDT|STAGE|INFO):")
 KINETO_WARNING = re.compile(r"^(\[W\d{4} |WARNING:)|Warning: ")
 KINETO_ERROR = re.compile(r"^(\[E\d{4} |ERROR:)")
+#: Kineto's "errors" that say nothing is wrong with the trace, dropped like its chatter: a profiler
+#: started on another thread than the one that imported torch (a training loop in a
+#: threading.Thread; a hand-written torch.profiler there prints it too, and its trace is whole).
+KINETO_BENIGN = re.compile(r"External init callback must run in same thread as registerClient")
+#: What a CUDA build of torch logs where it finds no usable GPU (no driver: cudaErrorInsufficientDriver,
+#: code 35; seen with torch 2.14.1+cu130 on a CPU machine): CUPTI failing to start, and the device
+#: count failing when the trace is collected. With no CUDA activity traced they say only that there
+#: is no GPU here: the CPU trace is whole, so they are dropped rather than failing --check.
+NO_GPU_LINES = re.compile(r"gpuGetDeviceCount failed|CUPTI initialization failed|getCuptiStatus\(\) failed")
 
 
 @contextlib.contextmanager
@@ -47,25 +57,39 @@ def kineto_lines(note):
     try:
         yield
     finally:
+        # fd 2 goes back first, whatever arrives meanwhile: a KeyboardInterrupt in the flush
+        # must not leave the job's stderr in our file (its traceback would be lost).
+        interrupted = None
         try:
             sys.stderr.flush()
-        except Exception:  # noqa: BLE001
-            pass
-        os.dup2(saved, 2)
-        os.close(saved)
+        except BaseException as exc:  # noqa: BLE001 - raised again below, once fd 2 is back
+            interrupted = exc
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        _sort_lines(capture, note)
+        if interrupted is not None and not isinstance(interrupted, Exception):
+            raise interrupted
+
+
+def _sort_lines(capture, note) -> None:
+    """What was captured: Kineto's chatter and benign lines dropped, its warnings and errors
+    noted, every other line (another thread's) written on to the job's stderr."""
+    try:
         capture.seek(0)
         text = capture.read().decode(errors="replace")
+    finally:
         capture.close()
-        for line in text.splitlines(keepends=True):
-            stripped = line.strip()
-            if not stripped or KINETO_CHATTER.match(stripped):
-                continue
-            if KINETO_ERROR.match(stripped):
-                note("error", stripped)
-            elif KINETO_WARNING.search(stripped):
-                note("warning", stripped)
-            else:
-                os.write(2, line.encode())
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if not stripped or KINETO_CHATTER.match(stripped) or KINETO_BENIGN.search(stripped):
+            continue
+        if KINETO_ERROR.match(stripped):
+            note("error", stripped)
+        elif KINETO_WARNING.search(stripped):
+            note("warning", stripped)
+        else:
+            os.write(2, line.encode())
 
 
 def quiet_profile_class(profiler_module, note):
@@ -73,24 +97,108 @@ def quiet_profile_class(profiler_module, note):
     warning, and what Kineto prints while ours starts, steps and stops (``kineto_lines``)."""
 
     class QuietProfile(profiler_module.profile):
+        def _note(self, kind: str, line: str) -> None:
+            cuda = getattr(profiler_module.ProfilerActivity, "CUDA", None)
+            if NO_GPU_LINES.search(line) and cuda not in getattr(self, "activities", ()):
+                return
+            note(kind, line)
+
         def prepare_trace(self) -> None:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=CYCLE_WARNING, category=UserWarning)
                 super().prepare_trace()
 
         def start(self) -> None:
-            with kineto_lines(note):
+            with kineto_lines(self._note):
                 super().start()
 
         def step(self) -> None:
-            with kineto_lines(note):
+            with kineto_lines(self._note):
                 super().step()
 
         def stop(self) -> None:
-            with kineto_lines(note):
+            with kineto_lines(self._note):
                 super().stop()
 
     return QuietProfile
+
+
+def npu_activity(profiler_module, environ=None):
+    """``(ProfilerActivity.PrivateUse1, "")`` when torch_npu's msPTI profiler can record this
+    process's NPU kernels through plain torch.profiler, else ``(None, what is missing)``.
+
+    torch_npu 2.12.0.post3 and 2.13+ register a libkineto profiler for PrivateUse1 when
+    libtorch_npu.so loads (csrc/profiler/mspti_activity_profiler.cpp), and rename PrivateUse1 to
+    ``npu``, which is when torch lists it in ``supported_activities()``. Its session records
+    only when ``$ASCEND_HOME_PATH/lib64/libmspti.so`` exists (csrc/framework/interface/
+    MsptiInterface.cpp, IsSupportMsptiFunc) and then loads ``libmspti.so`` by name, so the
+    library must also be on the loader's path; otherwise torch would trace the CPU alone, silently.
+    Only a torch_npu the job imported counts: the backend never imports it.
+    """
+    environ = os.environ if environ is None else environ
+    torch_npu = sys.modules.get("torch_npu")
+    if torch_npu is None:
+        return None, "the job has not imported torch_npu (it records NPU kernels for torch.profiler)"
+    from npuprof_launch.backends import npu, npu_available
+
+    version = npu.installed_version(torch_npu)
+    if not _has_mspti_profiler(torch_npu, version):
+        first = " or ".join(npu.MSPTI_PROFILER.since)
+        return None, f"torch_npu {version} has no msPTI profiler for torch.profiler (it came in {first})"
+    if not npu_available():
+        return None, "torch_npu sees no NPU in this process"
+    member = getattr(profiler_module.ProfilerActivity, "PrivateUse1", None)
+    if member is None:
+        return None, "this torch's ProfilerActivity has no PrivateUse1"
+    try:
+        listed = member in profiler_module.supported_activities()
+    except Exception:  # noqa: BLE001 - torch cannot say: do not guess
+        listed = False
+    if not listed:
+        return None, "torch.profiler.supported_activities() does not list PrivateUse1 (npu) in this process"
+    home = environ.get("ASCEND_HOME_PATH", "")
+    if not home:
+        return None, "ASCEND_HOME_PATH is not set (source CANN's set_env.sh), so torch_npu's msPTI profiler stays off"
+    library = os.path.join(home, "lib64", MSPTI_LIBRARY)
+    if not os.path.exists(library):
+        return None, f"{library} does not exist (CANN's msPTI library; torch_npu's msPTI profiler stays off)"
+    if not _loadable(MSPTI_LIBRARY, environ):
+        folder = os.path.dirname(library)
+        return None, f"{folder} is not on LD_LIBRARY_PATH, and torch_npu loads {MSPTI_LIBRARY} by name"
+    return member, ""
+
+
+#: CANN's msPTI library, which torch_npu's profiler loads by this name.
+MSPTI_LIBRARY = "libmspti.so"
+
+
+def _has_mspti_profiler(torch_npu, version: str) -> bool:
+    """The installed package's own word (the header its wheels ship), else the version table."""
+    from npuprof_launch.backends import npu
+
+    init = getattr(torch_npu, "__file__", None)
+    package = os.path.dirname(os.path.abspath(init)) if init else None
+    if package and os.path.isdir(os.path.join(package, "include")):
+        return os.path.isfile(os.path.join(package, *npu.MSPTI_PROFILER.owner.split("/")))
+    return npu.has_feature(npu.MSPTI_PROFILER, version)
+
+
+def _loadable(name: str, environ) -> bool:
+    """Whether ``dlopen(name)`` would find it: on LD_LIBRARY_PATH, or in the loader's cache."""
+    for folder in environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
+        if folder and os.path.exists(os.path.join(folder, name)):
+            return True
+    # The loader's cache and default folders: dlopen it as torch_npu will (it stays loaded, as it
+    # would once the profiler starts). ctypes.util.find_library would run ldconfig in a subprocess.
+    try:
+        import ctypes
+
+        ctypes.CDLL(name)
+        return True
+    except OSError:
+        return False
+    except Exception:  # noqa: BLE001 - cannot tell: let torch_npu try
+        return True
 
 
 class TorchBackend:
@@ -113,6 +221,12 @@ class TorchBackend:
                 chosen.append(activity.CPU)
             elif name == "cuda" and cuda_available:
                 chosen.append(activity.CUDA)
+            elif name == "npu":
+                found, why = npu_activity(profiler_module)
+                if found is None:
+                    self.note_warning(f"--activities npu: {why}; left out")
+                else:
+                    chosen.append(found)
             else:
                 self.note_warning(f"--activities {name}: not available to the torch backend here; left out")
         return chosen or [activity.CPU]

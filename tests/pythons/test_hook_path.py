@@ -146,9 +146,16 @@ def test_print_env_prints_export_lines(tmp_path):
     assert not out.exists(), "--print-env runs nothing, so it creates no output directory"
 
 
+@pytest.mark.skipif(shutil.which("bash") is None, reason="--print-env is eval'd by a shell: bash, not found on PATH")
 def test_print_env_refuses_a_bad_value(tmp_path):
-    line = assert_one_npuprof_line(npuprof(["--print-env", "--active", "abc"], tmp_path))
-    assert "active" in line, line
+    """The refusal is for the shell that evals it: exit 2, and there one ``npuprof:`` line and the end."""
+    result = npuprof(["--print-env", "--active", "abc"], tmp_path)
+    assert result.returncode == USAGE_ERROR, explain(result)
+    script = f'eval "$("{PYTHON}" -m npuprof_launch --print-env --active abc)"\necho the job ran unprofiled\n'
+    evaluated = run(["bash", "-c", script], tmp_path)
+    assert evaluated.returncode == USAGE_ERROR and "the job ran unprofiled" not in evaluated.stdout, explain(evaluated)
+    lines = evaluated.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(names.VOICE + " ") and "active" in lines[0], explain(evaluated)
 
 
 # (c) env-only ----------------------------------------------------------------------------------

@@ -16,4 +16,6 @@ def device_count() -> int:
 
 
 def synchronize(device=None) -> None:
-    """Nothing to wait for: the stand-in runs no device work."""
+    """Nothing to wait for: the stand-in runs no device work. Recorded: torch.profiler calls
+    torch.npu.synchronize() when a profile tracing ProfilerActivity.PrivateUse1 ends."""
+    _recorder.record("synchronize", device=device)
