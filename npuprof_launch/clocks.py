@@ -321,7 +321,7 @@ def _watch_step_returns(clock: OptimizerClock, optimizer_module) -> None:
         @functools.wraps(hooked)
         def step(*args, **kwargs):
             out = hooked(*args, **kwargs)
-            if points.waiting:
+            if points.action is not None:  # an attribute, not a call: this runs every step
                 points.after_step()
             return out
 

@@ -47,7 +47,8 @@ class SafePoints:
         self._torch = torch_module
         self._say = say
         self._local = _Depth()
-        self._action = None
+        #: What waits for the next safe point (a plain attribute: the step wrapper reads it every step).
+        self.action = None
         self._busy = False
         self._watching = False
         self._saved = None
@@ -108,10 +109,10 @@ class SafePoints:
         A previous action still waiting here means a whole step passed without a safe point: the
         ranges open now are taken to enclose steps, and no longer waited for.
         """
-        if self._action is not None or not self._watching:
+        if self.action is not None or not self._watching:
             self.watch(True)
             self._local.depth = 0
-        self._action = action
+        self.action = action
         if not inside_range and self.safe_now():
             self._run_pending()
             return True
@@ -119,25 +120,21 @@ class SafePoints:
             self._watch_forward()
         return False
 
-    @property
-    def waiting(self) -> bool:
-        return self._action is not None
-
     def after_step(self) -> None:
         """An optimizer's ``step`` returned: out of its range, perhaps a safe point."""
-        if self._action is not None and self.safe_now():
+        if self.action is not None and self.safe_now():
             self._run_pending()
 
     def pending(self) -> bool:
-        return self._action is not None
+        return self.action is not None
 
     def run_pending_now(self) -> None:
         """At exit or on a signal: run what waits, if this thread may (never inside backward)."""
-        if self._action is not None and self._thread_ok() and not self.in_backward():
+        if self.action is not None and self._thread_ok() and not self.in_backward():
             self._run_pending()
 
     def _run_pending(self) -> None:
-        action, self._action = self._action, None
+        action, self.action = self.action, None
         self._unwatch_forward()
         if self.thread is None:
             self.thread = threading.current_thread()
@@ -186,7 +183,7 @@ class SafePoints:
         def __enter__(rf):
             if points._busy:  # our own ranges (ProfilerStep#, step labels) are not the job's
                 return enter(rf)
-            if points._action is not None and not points._busy and points._local.depth == 0 and points.safe_now():
+            if points.action is not None and not points._busy and points._local.depth == 0 and points.safe_now():
                 points._run_pending()  # between two ranges of the job: before the next one opens
             points._local.depth += 1
             return enter(rf)
@@ -205,7 +202,7 @@ class SafePoints:
                 local = points._local
                 if local.depth > 0:
                     local.depth -= 1
-                if points._action is not None and local.depth == 0 and points.safe_now():
+                if points.action is not None and local.depth == 0 and points.safe_now():
                     points._run_pending()
 
         return _named_like(__exit__, exit_)
@@ -222,7 +219,7 @@ class SafePoints:
             self._say(f"could not watch for the next forward pass: {exc!r}")
 
     def _before_forward(self, module, args) -> None:
-        if self._action is not None and self.safe_now():
+        if self.action is not None and self.safe_now():
             self._run_pending()
 
     def _unwatch_forward(self) -> None:
@@ -232,7 +229,7 @@ class SafePoints:
 
     def after_fork(self) -> None:
         """A forked child starts with no action pending and no thread of its own yet."""
-        self._action = None
+        self.action = None
         self._busy = False
         self.thread = None
         self._local.depth = 0
