@@ -293,18 +293,15 @@ def wait_for_aftercare(output_dir: str, run_id: str) -> None:
     from npuprof_launch import aftercare, record
 
     records = [r for r in record.read_dir(output_dir) if r.get("run_id") == run_id]
-    shown: list[Progress] = []
+    what = f"compressing and moving windows home (waiting {AFTERCARE_WAIT_S:.0f} s at most)"
+    progress = Progress(what, 0, "windows done")  # shows nothing unless the wait lasts
 
     def tick(done: int, total: int) -> None:
-        if not shown:
-            what = f"compressing and moving windows home (waiting {AFTERCARE_WAIT_S:.0f} s at most)"
-            shown.append(Progress(what, total, "windows done"))
-        shown[0].total = total
-        shown[0].set(done)
+        progress.total = total
+        progress.set(done)
 
     aftercare.wait(output_dir, records, AFTERCARE_WAIT_S, tick)
-    if shown:
-        shown[0].finish()
+    progress.finish()
 
 
 def write_html(result: dict) -> str | None:

@@ -436,7 +436,7 @@ def as_flags(given: dict[str, str], leave_out=()) -> list[str]:
         if raw is None or option.name in leave_out:
             continue
         if option.kind == "bool":
-            flags.append(option.flag if str(raw).lower() in BOOL_TRUE else f"--no-{option.name}")
+            flags.append(option.flag if option.parse(str(raw), option.flag) else f"--no-{option.name}")
         elif option.kind == "stages":
             for stage in str(raw).split(stages.SEPARATOR):
                 flags += [option.flag, stage]

@@ -641,7 +641,7 @@ class Session:
         if not self.config.step_times:
             del times[:-1]  # the last time stays: the next step's duration starts there
             return
-        durations = array.array("d", map(operator.sub, times[1:], times[:-1]))  # C loops, no Python one
+        durations = map(operator.sub, times[1:], times[:-1])  # over copies, in C loops: no Python one
         del times[:-1]
         try:
             files.make_dirs(os.path.dirname(self._times_path))
