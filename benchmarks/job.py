@@ -10,7 +10,7 @@ that rotates from round to round. attached - detached is the cost of whatever ho
 registered, with the noise of a shared machine cancelled pair by pair; detached - detached, the
 same comparison where nothing differs, is the control: how far such a figure strays by chance.
 A bare process has no hooks; all three blocks then match. "The hooks" are the global pre and
-post hooks and the wrapper the clock puts around each optimizer class's ``step`` (clocks.py,
+post hooks and the wrapper the clock gives each optimizer class's ``step`` in place of torch's (clocks.py,
 ``_watch_step_returns``): detached, the class's ``step`` is torch's own again, as in a bare process.
 
 ``--toggle step-times`` times the same three blocks with the tool's hooks left alone and its
@@ -43,9 +43,9 @@ class HookSwitch:
 
     torch keeps the global hooks in two module-level dicts (torch >= 2.0); emptying and refilling
     them is the least intrusive way to compare "with the tool's hooks" and "without" inside one
-    process. The clock also wraps what torch's ``profile_hook_step`` returns for each optimizer
-    class (its ``step`` then runs one more Python frame): detached, ``type(optimizer).step`` is
-    torch's wrapper again (the clock's ``__wrapped__``); attached, the clock's.
+    process. The clock also gives each optimizer class its own ``step`` wrapper in place of the
+    one torch's ``profile_hook_step`` makes (clocks.py): detached, ``type(optimizer).step`` is
+    torch's wrapper (the one the clock keeps as ``_npuprof_torch_step``); attached, the clock's.
     """
 
     def __init__(self, optimizer) -> None:
@@ -53,9 +53,9 @@ class HookSwitch:
 
         self._dicts = (optimizer_module._global_optimizer_pre_hooks, optimizer_module._global_optimizer_post_hooks)
         self._saved = [dict(hooks) for hooks in self._dicts]
-        #: (class, the clock's step, torch's step under it) for each class whose step the clock wraps.
+        #: (class, the clock's step, torch's in its place) for each class whose step the clock wraps.
         self._steps = [
-            (klass, vars(klass)["step"], vars(klass)["step"].__wrapped__)
+            (klass, vars(klass)["step"], vars(klass)["step"]._npuprof_torch_step)
             for klass in type(optimizer).__mro__
             if _clock_wrapper(vars(klass).get("step"))
         ]
@@ -80,7 +80,7 @@ class HookSwitch:
 def _clock_wrapper(function) -> bool:
     """Whether ``function`` is the clock's wrapper of an optimizer class's step (its code is in clocks.py)."""
     code = getattr(function, "__code__", None)
-    if code is None or not hasattr(function, "__wrapped__"):
+    if code is None or not hasattr(function, "_npuprof_torch_step"):
         return False
     folder, name = os.path.split(code.co_filename)
     return name == "clocks.py" and os.path.basename(folder) == "npuprof_launch"

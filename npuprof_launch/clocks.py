@@ -18,10 +18,12 @@ is iterations.py's business. Two steps are counted even when no optimizer steppe
 
 The clock runs on every iteration of jobs that last days, so it has two modes. It starts
 *exact*: a pre hook keeps the depth and a post hook feeds iterations.py. Once one optimizer is
-known to make every iteration alone (most jobs) it turns *lean*: the pre hook goes and the post
-hook only checks the optimizer, records the time and adds one to the session's count, one Python
-frame per step. Any other optimizer or wrapper sends it back to exact for good. All the rest runs
-in ``_advance``, off the per-step path.
+known to make every iteration alone (most jobs) it turns *lean*: the hooks give way to a no-op
+(torch's hook dicts never change size, see ``_set_hooks``) and the wrapper each optimizer class's
+``step`` already has for its safe point (``_watch_step_returns``) counts the steps, after each
+returns: it checks the optimizer, records the time and adds one to the session's count, in a
+frame that runs anyway. Any other optimizer, a wrapper or a step inside a step sends it back to
+exact for good. All the rest runs in ``_advance``, off the per-step path.
 
 **The call clock** counts calls of a declared function (``--target``, a stage): each outermost
 call on one thread is one step, from its entry to its return (declared.py finds the function).
@@ -62,8 +64,12 @@ class OptimizerClock:
         self._known: dict[int, weakref.ref] = {}
         self._session = None
         self._mode = EXACT
+        #: Lean mode, read by the step wrapper on every step (a plain attribute).
+        self._lean = False
         #: Lean mode: id() of the one optimizer whose every step is one iteration.
         self._sole: int | None = None
+        #: The optimizer that may turn the clock lean once its step has returned through the wrapper.
+        self._lean_next: int | None = None
         #: Set once a wrapper or a second optimizer was seen: the clock stays exact from then on.
         self._exact_only = False
         self._broken = False
@@ -71,9 +77,11 @@ class OptimizerClock:
         self._wrapped_classes: set[type] = set()
         #: The slow path as the hooks call it: ``_advance``, kept out of dynamo's reach once it is imported.
         self._slow = self._advance
-        self._pre_hook, self._exact_hook, self._lean_hook = self._hooks()
+        #: What the step wrapper calls after a step returned, kept out of dynamo's reach like ``_slow``.
+        self._slow_after = self._after_step
+        self._pre_hook, self._exact_hook = self._hooks()
         #: The same hooks as registered: themselves, or on a torch without dynamo's ``skip`` their disabled versions.
-        self._registered = {hook: hook for hook in (self._pre_hook, self._exact_hook, self._lean_hook)}
+        self._registered = {hook: hook for hook in (self._pre_hook, self._exact_hook)}
         self._pre_handle = None
         self._post_handle = None
 
@@ -90,13 +98,13 @@ class OptimizerClock:
     # -- the hooks torch calls on every optimizer.step ------------------------------------------
 
     def _hooks(self):
-        """The pre hook, the exact post hook and the lean post hook: plain functions, one frame each.
+        """The pre hook and the exact post hook: plain functions, one frame each.
 
         Their common path calls no Python function, so that under a compiled step (where dynamo
         skips them, see ``_keep_out_of_graphs``) nothing they call is compiled either; every other
         path goes through ``self._slow``.
         """
-        clock, local, now = self, self._local, time.perf_counter
+        clock, local = self, self._local
 
         def pre(optimizer, args, kwargs) -> None:
             local.depth += 1
@@ -104,21 +112,14 @@ class OptimizerClock:
         def exact(optimizer, args, kwargs) -> None:
             depth = local.depth - 1
             local.depth = depth if depth > 0 else 0
-            if depth > 0 or clock._broken:
+            if depth > 0:
+                clock._exact_only = True  # a step inside a step: a lean count could not tell them apart
+                return
+            if clock._broken:
                 return
             clock._slow(optimizer, True)
 
-        def lean(optimizer, args, kwargs) -> None:
-            if id(optimizer) == clock._sole:
-                session = clock._session
-                n = session.steps + 1
-                if n < session.call_at:  # nothing due at this boundary: count and time it only
-                    session.times.append(now())
-                    session.steps = n
-                    return
-            clock._slow(optimizer, True)
-
-        return pre, exact, lean
+        return pre, exact
 
     def outer_step(self, obj, inside_range: bool) -> None:
         """A step that did not come through the optimizer's own post hook: a ``GradScaler.step``
@@ -167,14 +168,34 @@ class OptimizerClock:
             if delta < 0:
                 session.retract()
             if self._mode == EXACT and not self._exact_only and self._iterations.sole() == key:
-                self._sole = key  # one optimizer makes every iteration, no wrapper: turn lean
-                self._set_hooks(LEAN)
+                self._lean_next = key  # one optimizer makes every iteration: lean once its step returns
         except Exception as exc:  # noqa: BLE001 - the job must never see our failure
             self._broken = True
             self._say(f"step clock failed, job goes on unprofiled: {exc!r}")
 
+    def _after_step(self, obj) -> None:
+        """An optimizer's ``step`` returned through the wrapper: run what waits for that moment,
+        and turn lean if this is the optimizer that makes every iteration. Only here: lean mode
+        counts in the wrapper, so it begins where the wrapper is known to run for that optimizer."""
+        try:
+            self._points.after_step()
+            key, self._lean_next = self._lean_next, None
+            if (
+                key == id(obj)
+                and self._mode == EXACT
+                and not self._exact_only
+                and not self._broken
+                and self._local.depth == 0
+                and self._iterations.sole() == key
+            ):
+                self._sole = key
+                self._set_hooks(LEAN)
+        except Exception as exc:  # noqa: BLE001
+            self._broken = True
+            self._say(f"step clock failed, job goes on unprofiled: {exc!r}")
+
     def _leave_lean(self, obj) -> None:
-        """A step the lean hook passed on: the sole optimizer at a boundary that acts, or another one.
+        """A step the wrapper passed on: the sole optimizer at a boundary that acts, or another one.
 
         While lean only the session counted: the iterations catch up first. Another optimizer
         while the sole one lives means more than one, and the clock stays exact from now on; one
@@ -232,12 +253,14 @@ class OptimizerClock:
     def _set_hooks(self, mode: str) -> None:
         """Switch modes, possibly from inside a post hook while torch iterates over the post hooks.
 
-        The post hook is replaced in place (same key: the iteration goes on unharmed), or removed
-        only when it is the last one (nothing left to iterate). The pre hooks are not being
-        iterated at that moment, so the pre hook comes and goes freely.
+        The post hook is replaced in place, never removed: a dict that changes size while torch
+        iterates over it raises in the job's ``optimizer.step`` (even when the removed entry was
+        the last). Outside exact mode it is a no-op. The pre hooks are not being iterated at that
+        moment, so the pre hook comes and goes freely.
         """
         optimizer = importlib.import_module("torch.optim.optimizer")
         self._mode = mode
+        self._lean = mode == LEAN
         wants_pre = mode == EXACT
         if wants_pre and self._pre_handle is None:
             self._pre_handle = optimizer.register_optimizer_step_pre_hook(self._registered[self._pre_hook])
@@ -247,13 +270,7 @@ class OptimizerClock:
         hooks = self._post_handle.hooks_dict_ref() if self._post_handle is not None else None
         if hooks is None or self._post_handle.id not in hooks:
             return
-        if mode != DETACHED:
-            hooks[self._post_handle.id] = self._registered[self._post_hook_now()]
-        elif next(reversed(hooks)) == self._post_handle.id:
-            self._post_handle.remove()
-            self._post_handle = None
-        else:  # another post hook follows ours: step aside without changing the dict's size
-            hooks[self._post_handle.id] = _nothing
+        hooks[self._post_handle.id] = self._registered[self._exact_hook] if mode == EXACT else _nothing
 
     def _keep_out_of_graphs(self, dynamo) -> None:
         """Once dynamo exists, a compiled training step must neither trace the hooks nor compile what they call.
@@ -267,6 +284,7 @@ class OptimizerClock:
         if disable is None:
             return
         self._slow = disable(self._advance)
+        self._slow_after = disable(self._after_step)
         skip = getattr(importlib.import_module("torch._dynamo.decorators"), "skip", None)
         self._skip = skip
         for wrapper in self._step_wrappers:
@@ -283,7 +301,7 @@ class OptimizerClock:
                 hooks[handle.id] = self._registered[hook]
 
     def _post_hook_now(self):
-        return {EXACT: self._exact_hook, LEAN: self._lean_hook}.get(self._mode)
+        return self._exact_hook if self._mode == EXACT else None
 
     def _after_fork_in_child(self) -> None:
         """A forked child (a DataLoader worker, a fork-started trainer) starts counting from nothing."""
@@ -293,9 +311,19 @@ class OptimizerClock:
         self._local.depth = 0
         self._exact_only = False
         self._sole = None
+        self._lean_next = None
         self._broken = False
         if self._mode != EXACT:
             self._set_hooks(EXACT)
+
+
+#: The names torch's own ``profile_hook_step`` wrapper uses, in every release from 2.1 to 2.15
+#: (tests/test_torch_contract.py reads its source in each): the wrapper ``_like_torch`` mirrors.
+TORCH_STEP_NAMES = (
+    "cast", "Optimizer", "__class__", "__name__", "torch", "autograd", "profiler", "record_function", "chain",
+    "_global_optimizer_pre_hooks", "values", "_optimizer_step_pre_hooks", "isinstance", "tuple", "len",
+    "RuntimeError", "_optimizer_step_code", "_optimizer_step_post_hooks", "_global_optimizer_post_hooks",
+)  # fmt: skip
 
 
 def _watch_step_returns(clock: OptimizerClock, optimizer_module) -> None:
@@ -303,28 +331,28 @@ def _watch_step_returns(clock: OptimizerClock, optimizer_module) -> None:
 
     torch wraps each optimizer class's ``step`` once, with ``Optimizer.profile_hook_step``, when
     its first instance is made (after torch is imported, so after this): the wrapper opens the
-    range and runs the hooks inside it. Wrapping what it returns gives a point just outside the
-    range, the safe point for an action a post hook asked for; otherwise it costs one call and a
-    test per step. Like the hooks, it is marked for dynamo to skip (its callee still compiles).
+    range and runs the hooks inside it. The moment after the range closes is the safe point for
+    an action a post hook asked for, and where lean mode counts the step (a boundary there needs
+    no safe point at all). A second wrapper around torch's would give that moment at the cost
+    of a frame per step, which on a small step costs more than all the rest of the clock; so
+    where torch's wrapper is the one every release since 2.1 has, ours is that same wrapper with
+    the moment after the range added (``_like_torch``), and only a torch with another wrapper
+    gets ours around its own. Like the hooks, it is marked for dynamo to skip (the optimizer's
+    own ``step`` under it still compiles).
     """
     optimizer_class = optimizer_module.Optimizer
     original = vars(optimizer_class).get("profile_hook_step")
     inner = getattr(original, "__func__", None)
     if inner is None or getattr(inner, "_npuprof", False):
         return
-    points = clock._points
-    import functools
 
     def profile_hook_step(func):
         hooked = inner(func)
-
-        @functools.wraps(hooked)
-        def step(*args, **kwargs):
-            out = hooked(*args, **kwargs)
-            if points.action is not None:  # an attribute, not a call: this runs every step
-                points.after_step()
-            return out
-
+        if getattr(getattr(hooked, "__code__", None), "co_names", None) == TORCH_STEP_NAMES:
+            step = _like_torch(clock, optimizer_module, func)
+        else:
+            step = _around(clock, hooked)
+        step._npuprof_torch_step = hooked  # what torch itself would have put there (the benchmark's detached arm)
         clock._step_wrappers.append(step)
         skip = getattr(clock, "_skip", None)
         if skip is not None:
@@ -333,6 +361,85 @@ def _watch_step_returns(clock: OptimizerClock, optimizer_module) -> None:
 
     profile_hook_step._npuprof = True
     optimizer_class.profile_hook_step = staticmethod(profile_hook_step)
+
+
+def _like_torch(clock: OptimizerClock, optimizer_module, func):
+    """torch's ``profile_hook_step`` wrapper of ``func`` (the range, the pre hooks that may change
+    the arguments, ``_optimizer_step_code`` for the profiler's Python tracer, the post hooks),
+    then the moment after the range: ``_after_range``'s, written out here to spare a call."""
+    import functools
+    import itertools
+
+    torch, chain, points, now = clock._torch, itertools.chain, clock._points, time.perf_counter
+    pre_hooks, post_hooks = optimizer_module._global_optimizer_pre_hooks, optimizer_module._global_optimizer_post_hooks
+
+    @functools.wraps(func)
+    def step(*args, **kwargs):
+        self, *_ = args
+        with torch.autograd.profiler.record_function(f"Optimizer.step#{self.__class__.__name__}.step"):
+            for pre_hook in chain(pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+                result = pre_hook(self, args, kwargs)
+                if result is not None:
+                    if isinstance(result, tuple) and len(result) == 2:
+                        args, kwargs = result
+                    else:
+                        raise RuntimeError(
+                            f"{func} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                        )
+            out = func(*args, **kwargs)
+            self._optimizer_step_code()
+            for post_hook in chain(self._optimizer_step_post_hooks.values(), post_hooks.values()):
+                post_hook(self, args, kwargs)
+        if clock._lean:  # plain attributes, not calls: this runs every step
+            if id(self) == clock._sole:
+                session = clock._session
+                n = session.steps + 1
+                if n < session.call_at:  # nothing due at this boundary: count and time it only
+                    session.times.append(now())
+                    session.steps = n
+                    return out
+            clock._slow(self, False)
+        elif points.action is not None or clock._lean_next is not None:
+            clock._slow_after(self)
+        return out
+
+    return step
+
+
+def _around(clock: OptimizerClock, hooked):
+    """``hooked`` (another torch's wrapper, range and hooks inside) with the moment after it returns."""
+    import functools
+
+    after = _after_range(clock)
+
+    @functools.wraps(hooked)
+    def step(*args, **kwargs):
+        out = hooked(*args, **kwargs)
+        after(args[0])
+        return out
+
+    return step
+
+
+def _after_range(clock: OptimizerClock):
+    """What the moment after an optimizer's range does: in lean mode count the step (and call the
+    slow path at a boundary that acts), else run what waits for that moment."""
+    points, now = clock._points, time.perf_counter
+
+    def after(optimizer) -> None:
+        if clock._lean:
+            if id(optimizer) == clock._sole:
+                session = clock._session
+                n = session.steps + 1
+                if n < session.call_at:
+                    session.times.append(now())
+                    session.steps = n
+                    return
+            clock._slow(optimizer, False)
+        elif points.action is not None or clock._lean_next is not None:
+            clock._slow_after(optimizer)
+
+    return after
 
 
 def _nothing(optimizer, args, kwargs) -> None:

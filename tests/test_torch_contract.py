@@ -846,3 +846,64 @@ def test_the_scanner_sees_uses_and_guards():
     found = gaps(uses, table)
     assert [line.split(":")[1] for line in found["torch.new.thing"]] == ["10", "20", "29"]
     assert found["torch.new.thing(flag=)"] == ["sample.py:29: torch.new.thing(flag=): absent in torch 1"]
+
+
+def _code_named(code, name: str):
+    """The code object called ``name`` nested anywhere in ``code``."""
+    for const in code.co_consts:
+        if hasattr(const, "co_consts"):
+            if const.co_name == name:
+                return const
+            found = _code_named(const, name)
+            if found is not None:
+                return found
+    return None
+
+
+def test_the_step_wrapper_clocks_mirrors_is_torchs_in_every_release(releases):
+    """clocks.py puts its own copy of torch's ``profile_hook_step`` wrapper in its place (one frame per
+    step fewer) only where the wrapper has the names of the one it copies: every release has it."""
+    from npuprof_launch import clocks
+
+    for version, release in releases.items():
+        path = os.path.join(release.folder, "torch/optim/optimizer.py")
+        with open(path, encoding="utf-8") as stream:
+            module = compile(stream.read(), path, "exec")
+        wrapper = _code_named(_code_named(module, "profile_hook_step"), "wrapper")
+        assert wrapper is not None, f"torch {version}: no profile_hook_step wrapper"
+        assert wrapper.co_names == clocks.TORCH_STEP_NAMES, f"torch {version}: its step wrapper changed"
+
+
+def test_the_installed_torch_gets_the_copy_and_trains_the_same(tmp_path):
+    """With the hook on, an optimizer class's step is the clock's copy of torch's wrapper, its range
+    and hooks where torch has them, and the weights come out bit for bit as without it."""
+    job = tmp_path / "job.py"
+    job.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            torch.manual_seed(0)
+            model = torch.nn.Linear(4, 2)
+            opt = torch.optim.Adam(model.parameters(), lr=0.1)
+            seen = []
+            opt.register_step_pre_hook(lambda o, a, k: seen.append("pre"))
+            opt.register_step_post_hook(lambda o, a, k: seen.append("post"))
+            with torch.profiler.profile() as prof:
+                for _ in range(3):
+                    opt.zero_grad()
+                    model(torch.ones(3, 4)).sum().backward()
+                    opt.step()
+            names = [e.name for e in prof.events() if e.name.startswith("Optimizer.step#")]
+            code = type(opt).step.__code__
+            print(code.co_filename.endswith("clocks.py"), names.count("Optimizer.step#Adam.step"), seen.count("post"))
+            print([round(float(v), 6) for v in model.weight.flatten()])
+            """
+        )
+    )
+    env = clean_env()
+    bare = subprocess.run([PYTHON, str(job)], env=env, capture_output=True, text=True, check=True)
+    launch = [PYTHON, "-m", "npuprof_launch", "--skip-first", "100", "--output-dir", str(tmp_path / "out"), "--"]
+    hooked = subprocess.run([*launch, PYTHON, str(job)], env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    assert bare.stdout.splitlines()[0] == "False 3 3"
+    assert hooked.stdout.splitlines()[0] == "True 3 3"
+    assert hooked.stdout.splitlines()[1] == bare.stdout.splitlines()[1]
