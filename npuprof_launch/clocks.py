@@ -66,7 +66,7 @@ class OptimizerClock:
         self._mode = EXACT
         #: Lean mode, read by the step wrapper on every step (a plain attribute).
         self._lean = False
-        #: Lean mode: id() of the one optimizer whose every step is one iteration.
+        #: Lean mode: id() of the one optimizer whose every step is one iteration; None in the other modes.
         self._sole: int | None = None
         #: The optimizer that may turn the clock lean once its step has returned through the wrapper.
         self._lean_next: int | None = None
@@ -129,8 +129,9 @@ class OptimizerClock:
 
     def enter(self) -> None:
         self._local.depth += 1
-        if self._mode == LEAN:
-            self._set_hooks(EXACT)  # a scaler or a wrapper: inner steps need the depth
+        if self._mode == LEAN:  # a scaler or a wrapper: inner steps need the depth
+            self._iterations.count = self._session.steps  # while lean only the session counted
+            self._set_hooks(EXACT)
         self._exact_only = True
 
     def leave(self) -> int:
@@ -253,14 +254,21 @@ class OptimizerClock:
     def _set_hooks(self, mode: str) -> None:
         """Switch modes, possibly from inside a post hook while torch iterates over the post hooks.
 
-        The post hook is replaced in place, never removed: a dict that changes size while torch
-        iterates over it raises in the job's ``optimizer.step`` (even when the removed entry was
-        the last). Outside exact mode it is a no-op. The pre hooks are not being iterated at that
-        moment, so the pre hook comes and goes freely.
+        torch's post hooks are an OrderedDict, and one that changes size under torch's loop
+        raises in the job's ``optimizer.step``, unless the entry removed is the last: the loop
+        has yielded it and asks for nothing more. So outside exact mode the post hook is removed
+        only when it is the last, else replaced in place by one that does nothing (turning lean
+        happens after the step returned, outside any loop, and turning off inside ours, the
+        last). It comes back only when the clock turns exact again, which happens outside
+        torch's loop (after a step returned, when a scaler's or wrapper's step begins, in a
+        forked child). The pre hooks are not being iterated at that moment, so the pre hook
+        comes and goes freely.
         """
         optimizer = importlib.import_module("torch.optim.optimizer")
         self._mode = mode
         self._lean = mode == LEAN
+        if not self._lean:
+            self._sole = None  # the step wrapper counts the sole optimizer's steps only while lean
         wants_pre = mode == EXACT
         if wants_pre and self._pre_handle is None:
             self._pre_handle = optimizer.register_optimizer_step_pre_hook(self._registered[self._pre_hook])
@@ -268,9 +276,18 @@ class OptimizerClock:
             self._pre_handle.remove()
             self._pre_handle = None
         hooks = self._post_handle.hooks_dict_ref() if self._post_handle is not None else None
-        if hooks is None or self._post_handle.id not in hooks:
-            return
-        hooks[self._post_handle.id] = self._registered[self._exact_hook] if mode == EXACT else _nothing
+        if hooks is not None and self._post_handle.id not in hooks:
+            return  # someone else emptied torch's dict (the benchmark's switch): leave it to them
+        if mode == EXACT:
+            if self._post_handle is None:
+                self._post_handle = optimizer.register_optimizer_step_post_hook(self._registered[self._exact_hook])
+            elif hooks is not None:
+                hooks[self._post_handle.id] = self._registered[self._exact_hook]
+        elif hooks is not None and next(reversed(hooks)) == self._post_handle.id:
+            self._post_handle.remove()  # the last: torch's loop has yielded it and asks no more
+            self._post_handle = None
+        elif hooks is not None:
+            hooks[self._post_handle.id] = _nothing  # another hook follows ours: step aside in place
 
     def _keep_out_of_graphs(self, dynamo) -> None:
         """Once dynamo exists, a compiled training step must neither trace the hooks nor compile what they call.
@@ -390,14 +407,15 @@ def _like_torch(clock: OptimizerClock, optimizer_module, func):
             self._optimizer_step_code()
             for post_hook in chain(self._optimizer_step_post_hooks.values(), post_hooks.values()):
                 post_hook(self, args, kwargs)
-        if clock._lean:  # plain attributes, not calls: this runs every step
-            if id(self) == clock._sole:
-                session = clock._session
-                n = session.steps + 1
-                if n < session.call_at:  # nothing due at this boundary: count and time it only
-                    session.times.append(now())
-                    session.steps = n
-                    return out
+        if id(self) == clock._sole:  # lean mode's one optimizer (None in the other modes): plain attributes
+            session = clock._session
+            n = session.steps + 1
+            if n < session.call_at:  # nothing due at this boundary: count and time it only
+                session.times.append(now())
+                session.steps = n
+                return out
+            clock._slow(self, False)
+        elif clock._lean:  # another optimizer while lean
             clock._slow(self, False)
         elif points.action is not None or clock._lean_next is not None:
             clock._slow_after(self)
@@ -427,14 +445,15 @@ def _after_range(clock: OptimizerClock):
     points, now = clock._points, time.perf_counter
 
     def after(optimizer) -> None:
-        if clock._lean:
-            if id(optimizer) == clock._sole:
-                session = clock._session
-                n = session.steps + 1
-                if n < session.call_at:
-                    session.times.append(now())
-                    session.steps = n
-                    return
+        if id(optimizer) == clock._sole:
+            session = clock._session
+            n = session.steps + 1
+            if n < session.call_at:
+                session.times.append(now())
+                session.steps = n
+                return
+            clock._slow(optimizer, False)
+        elif clock._lean:
             clock._slow(optimizer, False)
         elif points.action is not None or clock._lean_next is not None:
             clock._slow_after(optimizer)

@@ -57,3 +57,16 @@ def test_quick_benchmark_prints_every_figure(tmp_path):
         assert found, f"no line matches {pattern!r} in:\n{result.stdout}"
         assert found[0] >= position, f"{pattern!r} is out of order in:\n{result.stdout}"
         position = found[0]
+
+
+def test_against_times_the_step_clock_of_each_checkout(tmp_path):
+    """benchmarks/against.py, figure 2a of two checkouts side by side (here this one twice), keeps running."""
+    result = python(
+        [os.path.join(ROOT, "benchmarks", "against.py"), ROOT, ROOT, "--rounds", "1", "--blocks", "3"],
+        cwd=str(tmp_path),
+        env=clean_env(TMPDIR=str(tmp_path)),
+        timeout=300,
+    )
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    figure = rf"{re.escape(ROOT)}: [+-]\d+\.\d+ us per optimizer\.step \(control [+-]\d+\.\d+\); runs [+-]\d+\.\d+$"
+    assert [bool(re.match(figure, line)) for line in result.stdout.splitlines()] == [True, True], result.stdout
