@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workload", choices=sorted(BLOCKS), default="tiny", help="the step timed (default tiny)")
     args = parser.parse_args(argv)
     checkouts = [os.path.abspath(path) for path in args.checkouts]
+    if len(set(checkouts)) != len(checkouts):
+        parser.error("name each checkout once")
     out = os.path.join(os.environ.get("TMPDIR", "/tmp"), "npuprof_against")
     envs = {path: tool_env(path, out) for path in checkouts}
     costs: dict[str, list[tuple[float, float]]] = {path: [] for path in checkouts}
