@@ -96,6 +96,8 @@ APIS = (
     "torch.optim.optimizer",
     "torch.optim.optimizer.register_optimizer_step_pre_hook",
     "torch.optim.optimizer.register_optimizer_step_post_hook",
+    "torch.optim.optimizer._global_optimizer_pre_hooks",
+    "torch.optim.optimizer._global_optimizer_post_hooks",
     "torch.optim.optimizer.Optimizer",
     "torch.optim.optimizer.Optimizer.profile_hook_step",
     "torch.optim.optimizer.Optimizer.profile_hook_step:staticmethod",

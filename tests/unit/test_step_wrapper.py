@@ -1,0 +1,78 @@
+"""The moment after an optimizer's range, as the step wrapper runs it, driven in-process with no torch.
+
+What the lean count does on the common path (count and time, nothing else), where it hands over to
+the slow path (a boundary that acts, another optimizer), and what it does outside lean mode (run
+what waits for the step's return), for the wrapper put around another torch's own (``_around``);
+the copy of torch's wrapper runs the same lines, and the subprocess tests hold it to them.
+"""
+
+from __future__ import annotations
+
+import array
+import types
+
+from npuprof_launch import clocks
+
+
+class Optimizer:
+    """Something with a step, as torch's wrapper is called: the optimizer first."""
+
+
+def clock_with(session, *, sole=None, lean=False, action=None):
+    calls: list = []
+    clock = types.SimpleNamespace(
+        _sole=sole,
+        _lean=lean,
+        _lean_next=None,
+        _session=session,
+        _points=types.SimpleNamespace(action=action),
+        _slow=lambda obj, inside: calls.append(("slow", obj, inside)),
+        _slow_after=lambda obj: calls.append(("after", obj)),
+    )
+    return clock, calls
+
+
+def stepping(clock):
+    returned = []
+
+    def hooked(optimizer, *args, **kwargs):
+        returned.append((optimizer, args, kwargs))
+        return "out"
+
+    return clocks._around(clock, hooked), returned
+
+
+def test_lean_steps_are_counted_and_timed_after_the_step_returns():
+    optimizer = Optimizer()
+    session = types.SimpleNamespace(steps=0, call_at=4, times=array.array("d"))
+    clock, calls = clock_with(session, sole=id(optimizer), lean=True)
+    step, returned = stepping(clock)
+    assert [step(optimizer, 1, lr=2) for _ in range(3)] == ["out"] * 3
+    assert returned == [(optimizer, (1,), {"lr": 2})] * 3
+    assert session.steps == 3 and len(session.times) == 3 and calls == []
+    step(optimizer)  # the count reaches call_at: the session is told, outside the range
+    assert session.steps == 3 and calls == [("slow", optimizer, False)]
+
+
+def test_another_optimizer_while_lean_goes_to_the_slow_path():
+    sole, other = Optimizer(), Optimizer()
+    session = types.SimpleNamespace(steps=0, call_at=100, times=array.array("d"))
+    clock, calls = clock_with(session, sole=id(sole), lean=True)
+    step, _ = stepping(clock)
+    step(other)
+    assert session.steps == 0 and calls == [("slow", other, False)]
+
+
+def test_outside_lean_mode_only_what_waits_for_the_return_runs():
+    optimizer = Optimizer()
+    session = types.SimpleNamespace(steps=0, call_at=100, times=array.array("d"))
+    clock, calls = clock_with(session)
+    step, _ = stepping(clock)
+    step(optimizer)
+    assert calls == [] and session.steps == 0
+    clock._points.action = object()  # a post hook asked for an action inside the range
+    step(optimizer)
+    assert calls == [("after", optimizer)]
+    clock._points.action, clock._lean_next = None, id(optimizer)  # the clock may turn lean now
+    step(optimizer)
+    assert calls == [("after", optimizer)] * 2
