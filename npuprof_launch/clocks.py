@@ -18,10 +18,10 @@ is iterations.py's business. Two steps are counted even when no optimizer steppe
 
 The clock runs on every iteration of jobs that last days, so it has two modes. It starts
 *exact*: a pre hook keeps the depth and a post hook feeds iterations.py. Once one optimizer is
-known to make every iteration alone (most jobs) it turns *lean*: the hooks give way to a no-op
-(torch's hook dicts never change size, see ``_set_hooks``) and the wrapper each optimizer class's
-``step`` already has for its safe point (``_watch_step_returns``) counts the steps, after each
-returns: it checks the optimizer, records the time and adds one to the session's count, in a
+known to make every iteration alone (most jobs) it turns *lean*: the hooks go (or give way to a
+no-op where removing one would upset torch's loop, see ``_set_hooks``) and the wrapper each
+optimizer class's ``step`` already has for its safe point (``_watch_step_returns``) counts the
+steps, after each returns: it checks the optimizer, records the time and adds one to the session's count, in a
 frame that runs anyway. Any other optimizer, a wrapper or a step inside a step sends it back to
 exact for good. All the rest runs in ``_advance``, off the per-step path.
 
@@ -278,15 +278,16 @@ class OptimizerClock:
         hooks = self._post_handle.hooks_dict_ref() if self._post_handle is not None else None
         if hooks is not None and self._post_handle.id not in hooks:
             return  # someone else emptied torch's dict (the benchmark's switch): leave it to them
-        if mode == EXACT:
-            if self._post_handle is None:
-                self._post_handle = optimizer.register_optimizer_step_post_hook(self._registered[self._exact_hook])
-            elif hooks is not None:
-                hooks[self._post_handle.id] = self._registered[self._exact_hook]
-        elif hooks is not None and next(reversed(hooks)) == self._post_handle.id:
+        if mode == EXACT and self._post_handle is None:
+            self._post_handle = optimizer.register_optimizer_step_post_hook(self._registered[self._exact_hook])
+        elif hooks is None:
+            return  # ours is gone already
+        elif mode == EXACT:
+            hooks[self._post_handle.id] = self._registered[self._exact_hook]
+        elif next(reversed(hooks)) == self._post_handle.id:
             self._post_handle.remove()  # the last: torch's loop has yielded it and asks no more
             self._post_handle = None
-        elif hooks is not None:
+        else:
             hooks[self._post_handle.id] = _nothing  # another hook follows ours: step aside in place
 
     def _keep_out_of_graphs(self, dynamo) -> None:
