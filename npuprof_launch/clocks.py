@@ -145,8 +145,8 @@ class OptimizerClock:
         if self._broken:
             return
         try:
-            if self._mode == LEAN:
-                self._leave_lean(obj)
+            if self._mode == LEAN and not self._leave_lean(obj):
+                return
             if not self._looked_for_wrappers:
                 self._looked_for_wrappers = True
                 obj = self._wrapper_of(obj)
@@ -195,20 +195,45 @@ class OptimizerClock:
             self._broken = True
             self._say(f"step clock failed, job goes on unprofiled: {exc!r}")
 
-    def _leave_lean(self, obj) -> None:
+    def _leave_lean(self, obj) -> bool:
         """A step the wrapper passed on: the sole optimizer at a boundary that acts, or another one.
 
         While lean only the session counted: the iterations catch up first. Another optimizer
         while the sole one lives means more than one, and the clock stays exact from now on; one
         that replaced the sole one after it was freed may turn lean again once it is known.
+
+        Returns False for a step that is no iteration of its own, which lean mode (no pre hook,
+        no depth) could not tell: a step inside another optimizer's step (a subclass calling
+        ``super().step()``), counted instead by the outer step through the post hook now back;
+        or the step of an optimizer that holds the sole one, whose inner step was just counted.
         """
         self._iterations.count = self._session.steps
         if id(obj) == self._sole:
-            return
-        if self._sole in self._known:
+            return True
+        ref = self._known.get(self._sole)
+        sole = ref() if ref is not None else None
+        if sole is not None:
             self._exact_only = True
         self._sole = None
         self._set_hooks(EXACT)
+        if self._inside_another_step() or (sole is not None and _holds(obj, [sole])):
+            self._exact_only = True
+            return False
+        return True
+
+    def _inside_another_step(self) -> bool:
+        """Whether the step returning now runs inside another optimizer's step: two of the step
+        wrappers' frames on this thread's stack (its own and an outer one)."""
+        codes = {getattr(step, "__code__", None) for step in self._step_wrappers}
+        found = 0
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code in codes:
+                found += 1
+                if found > 1:
+                    return True
+            frame = frame.f_back
+        return False
 
     def _track(self, obj) -> None:
         """Know an optimizer (or wrapper); forget it when it goes, before its id can be reused."""
@@ -470,8 +495,11 @@ def _is_wrapper(owner, held: list, torch) -> bool:
     """An object that wraps one of ``held``: no Optimizer, no Module, named as an optimizer."""
     if isinstance(owner, (torch.optim.Optimizer, torch.nn.Module)) or any(owner is h for h in held):
         return False
-    if "optim" not in type(owner).__name__.lower():
-        return False
+    return "optim" in type(owner).__name__.lower() and _holds(owner, held)
+
+
+def _holds(owner, held: list) -> bool:
+    """Whether one of ``owner``'s attributes is one of ``held``, or a list or tuple holding one."""
     try:
         values = list(vars(owner).values())
     except TypeError:

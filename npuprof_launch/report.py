@@ -548,7 +548,10 @@ def _spike_text(spike: dict, job: dict) -> str:
         where = jobview.who(ranks)
     else:
         where = _plural(spike["processes"], "process")
-    return f"step {spike['step']}: {where}, {spike['vs_median']:.1f}x the median ({spike['step_s'] * 1e3:.1f} ms)"
+    text = f"step {spike['step']}: {where}, {spike['vs_median']:.1f}x the median ({spike['step_s'] * 1e3:.1f} ms)"
+    if spike.get("beside_aftercare"):
+        text += ", while npuprof's aftercare of a window (compression, summary) ran beside the job"
+    return text
 
 
 def _grouped(problems: list[tuple[int | None, str]]) -> list[str]:

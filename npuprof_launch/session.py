@@ -421,6 +421,7 @@ class Session:
             care = self._start_aftercare(paths, len(self.results))
             if care:
                 result["aftercare"] = care
+                result["aftercare_steps"] = [self.steps + 1, None]
         if self.window is not None and self.window.saved_by(self.steps):
             self.windows_completed += 1
         else:
@@ -465,17 +466,26 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - the window is saved; only its aftercare is lost
             self.note_warning(f"the window's aftercare (summary, compression, move) could not start: {exc!r}")
             return None
-        self._aftercare.append(process)
+        self._aftercare.append((process, self.results[-1]))
         return os.path.relpath(result, self.output_dir)
+
+    def _note_aftercare_ended(self) -> None:
+        """At a checkpoint and at the end: the windows whose aftercare has ended now record the
+        last step it ran beside (jobview.ToolSteps: those steps' times are not the job's)."""
+        for process, result in self._aftercare:
+            care = result.get("aftercare_steps")
+            if care and care[1] is None and process.poll() is not None:
+                care[1] = self.steps
 
     def _wait_for_aftercare(self, timeout: float) -> None:
         """At the end: give the windows' aftercare a bounded time to finish (moves, compression)."""
         deadline = time.monotonic() + timeout
-        for process in self._aftercare:
+        for process, _ in self._aftercare:
             try:
                 process.wait(timeout=max(0.0, deadline - time.monotonic()))
             except Exception:  # noqa: BLE001 - a slow one goes on alone; the report names what is left
                 pass
+        self._note_aftercare_ended()
 
     # -- failures -------------------------------------------------------------------------------
 
@@ -590,6 +600,8 @@ class Session:
             else:
                 self._poll_at = float("inf")
         if self.steps >= self._checkpoint_at:
+            if self._aftercare:
+                self._note_aftercare_ended()
             self._write_times()
             self.write_safely()
             # Doubling at first (steps 1, 2, 4, 8, ...): a short run killed without its exit
@@ -656,11 +668,8 @@ class Session:
             return
         from npuprof_launch import jobview
 
-        profiled = set()
-        for result in self.results:
-            last = result["last_step"] or result["first_step"]
-            profiled.update(range(result["first_step"] - self.config.warmup, last + 2))
         try:
+            profiled = jobview.ToolSteps(self.results, self.steps, self.config.warmup)
             self.step_stats = jobview.rank_stats(steptimes.read(self._times_path), profiled)
         except Exception:  # noqa: BLE001 - the report computes them itself then
             self.step_stats = None

@@ -85,3 +85,31 @@ def test_the_processes_come_in_rank_order(straggler_run):
     _, out, _ = straggler_run
     _, report = check_json(out)
     assert [p["rank"] for p in report["processes"]] == [0, 1, 2, 3]
+
+
+def test_the_tools_own_steps_are_never_the_jobs_spikes(tmp_path):
+    """Tried on a plain run: the step before the window (where the watch of the job's ranges and
+    its TorchScript compile begin, 36x the median) came out as the job's worst spike, with a
+    suggested run for it. The window's edges are left out; a spike while the window's aftercare
+    ran beside the job says so."""
+    out = str(tmp_path / "out")
+    job = [sys.executable, os.path.join(ROOT, "tests", "scripts", "patterns.py"), "--steps", "30"]
+    result = npuprof(["--skip-first", "8", "--active", "3", "--output-dir", out, "--", *job])
+    assert_ok(result)
+    (record,) = status_records(out)
+    (window,) = record["windows"]
+    first, last = window["aftercare_steps"]
+    assert first == 12 and 12 <= last <= 30, window
+    code, report = check_json(out)
+    assert code == 0
+    (process,) = report["processes"]
+    assert not 8 <= process["step_stats"]["max_step"] <= 12
+    for spike in report["job"]["spikes"]:
+        assert not 8 <= spike["step"] <= 12, report["job"]["spikes"]
+        assert spike.get("beside_aftercare", False) == (first <= spike["step"] <= last), spike
+        if spike.get("beside_aftercare"):
+            assert f"step {spike['step']}: 1 process" in result.stderr
+            assert "while npuprof's aftercare of a window (compression, summary) ran beside the job" in result.stderr
+    for suggestion in report["job"]["suggestions"]:
+        assert not 8 <= int(suggestion.split("--skip-first ", 1)[1].split()[0]) + 1 <= 12, suggestion
+    assert "step 8:" not in result.stderr

@@ -63,6 +63,8 @@ def run_pattern(out: str, pattern: str, *args: str, schedule=("--skip-first", "4
         ("plain", []),
         ("backward", []),  # one optimizer per parameter, stepped inside loss.backward()
         ("phases", ["--change", "3"]),  # the probe's optimizer stays referenced
+        ("subclass", ["--change", "3"]),  # then an SGD subclass calling super().step(), while the clock is lean
+        ("holder", ["--change", "3"]),  # then an Optimizer that holds the warm-up's SGD and steps it
         ("epochs", ["--change", "3"]),  # a new optimizer each epoch
         ("every4", []),  # a discriminator every 4th iteration
         ("lbfgs", []),  # the closure runs forward and backward inside the step

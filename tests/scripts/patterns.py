@@ -5,6 +5,10 @@
                     loss.backward() (PyTorch's "optimizer step in backward" recipe)
 --pattern phases    a probe phase of --change iterations with SGD, then Adam; the probe optimizer
                     stays referenced
+--pattern subclass  a warm-up phase of --change iterations with SGD, then ClippedSGD, an SGD
+                    subclass whose step clips the gradients and calls super().step()
+--pattern holder    a warm-up phase of --change iterations with SGD, then Smoothed, an Optimizer
+                    of its own that holds that SGD and calls its step
 --pattern epochs    a new optimizer each epoch of --change iterations, the old one freed
 --pattern every4    two optimizers: D every 4th iteration (first in iteration 1), G every iteration
 --pattern lbfgs     LBFGS, whose step runs a closure (forward and backward inside the step)
@@ -42,6 +46,31 @@ class MixedPrecisionOptimizer:
             return False
         self.optimizer.step()
         return True
+
+
+class ClippedSGD(torch.optim.SGD):
+    """A job's own optimizer: clip, then the parent's step (a step inside a step)."""
+
+    def step(self, closure=None):
+        torch.nn.utils.clip_grad_norm_([p for g in self.param_groups for p in g["params"]], 1.0)
+        return super().step(closure)
+
+
+class Smoothed(torch.optim.Optimizer):
+    """An Optimizer that holds another, steps it, then blends the weights toward their running mean."""
+
+    def __init__(self, inner, beta=0.5):
+        self.inner = inner
+        super().__init__(inner.param_groups, {"beta": beta})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = self.inner.step(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                mean = self.state[p].setdefault("mean", p.detach().clone())
+                mean.mul_(group["beta"]).add_(p, alpha=1 - group["beta"])
+        return loss
 
 
 def checksum(*modules) -> str:
@@ -90,6 +119,11 @@ def main() -> None:
     d_optimizer = torch.optim.SGD(other.parameters(), lr=0.01)
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0**4) if pattern == "scaler" else None
     wrapper = MixedPrecisionOptimizer(optimizer)
+    later = optimizer
+    if pattern == "subclass":
+        later = ClippedSGD(model.parameters(), lr=0.01, momentum=0.9)
+    elif pattern == "holder":
+        later = Smoothed(probe)
 
     loss = None
     for index in range(args.steps):
@@ -99,8 +133,8 @@ def main() -> None:
             if pattern == "backward":
                 loss = loss_of()
                 loss.backward()
-            elif pattern == "phases":
-                opt = probe if iteration <= args.change else optimizer
+            elif pattern in ("phases", "subclass", "holder"):
+                opt = probe if iteration <= args.change else later
                 loss = loss_of()
                 loss.backward()
                 opt.step()

@@ -1,0 +1,69 @@
+"""The job's step statistics leave out the steps the tool's own work ran in (in-process, no torch)."""
+
+from __future__ import annotations
+
+from npuprof_launch import jobview
+
+WINDOW = {"first_step": 9, "last_step": 11, "complete": True, "traces": [], "aftercare_steps": [12, 16]}
+
+
+def durations_with(slow: dict[int, float], steps: int = 30, typical: float = 0.001) -> list[float]:
+    """Durations of steps 2..steps (the file's layout), ``typical`` but for the steps in ``slow``."""
+    return [slow.get(step, typical + step * 1e-7) for step in range(2, steps + 1)]
+
+
+def test_the_profiled_steps_run_from_before_the_window_to_after_it_and_the_aftercare_steps_follow():
+    tool = jobview.ToolSteps([WINDOW], steps=30)
+    assert [step for step in range(1, 31) if step in tool] == list(range(8, 13))
+    assert [step for step in range(1, 31) if tool.beside_aftercare(step)] == list(range(12, 17))
+
+
+def test_warmup_moves_the_first_profiled_step_back_and_a_running_aftercare_lasts_to_the_end():
+    window = dict(WINDOW, aftercare_steps=[12, None])
+    tool = jobview.ToolSteps([window], steps=30, warmup=2)
+    assert [step for step in range(1, 31) if step in tool] == list(range(6, 13))
+    assert [step for step in range(1, 31) if tool.beside_aftercare(step)] == list(range(12, 31))
+
+
+def test_the_job_durations_are_the_steps_outside_the_profiled_ones():
+    durations = durations_with({})
+    kept = jobview.ToolSteps([WINDOW, dict(WINDOW, first_step=20, last_step=21)], steps=30).job_durations(durations)
+    expected = [d for step, d in zip(range(2, 31), durations) if not (8 <= step <= 12 or 19 <= step <= 22)]
+    assert kept == expected
+
+
+def test_a_spike_of_the_window_is_no_spike_of_the_job_one_beside_the_aftercare_says_so():
+    # The range watch's compile before the window, the stop; a step beside the aftercare; the job's own.
+    durations = durations_with({8: 0.039, 12: 0.037, 13: 0.024, 20: 0.050})
+    stats = jobview.rank_stats(durations, jobview.ToolSteps([WINDOW], steps=30))
+    assert [(spike["step"], spike.get("beside_aftercare", False)) for spike in stats["spikes"]] == [
+        (20, False),
+        (13, True),
+    ]
+    assert stats["max_step"] == 20 and stats["max_s"] == 0.050
+    assert stats["count"] == len(durations) - 5
+    assert stats["median_s"] < 0.002
+
+
+def test_a_spike_beside_the_aftercare_is_told_with_that_fact():
+    durations = durations_with({13: 0.060, 20: 0.030})
+    process = {"rank": 0, "step_stats": jobview.rank_stats(durations, jobview.ToolSteps([WINDOW], steps=30))}
+    job = jobview.summarize([dict(process, steps=30)], command=["python", "train.py"])
+    assert [(spike["step"], spike.get("beside_aftercare", False)) for spike in job["spikes"]] == [
+        (13, True),
+        (20, False),
+    ], "worst first: the job's own spikes may fall beside the aftercare too"
+
+
+def test_without_windows_every_step_is_the_jobs():
+    durations = durations_with({8: 0.039})
+    stats = jobview.rank_stats(durations)
+    assert [spike["step"] for spike in stats["spikes"]] == [8]
+    assert stats["count"] == len(durations)
+
+
+def test_a_run_that_was_all_the_tools_is_described_whole():
+    durations = durations_with({}, steps=10)
+    window = {"first_step": 2, "last_step": 9}
+    stats = jobview.rank_stats(durations, jobview.ToolSteps([window], steps=10))
+    assert stats["count"] == len(durations) and stats["spikes"] == []
