@@ -212,8 +212,8 @@ def write_output(
             times_path = names.step_times_path(status)
             steptimes.append(times_path, durations)
             times_rel = os.path.relpath(times_path, directory)
-            profiled = set(range(window_first - config.warmup, window_last + 2))
-            stats = jobview.rank_stats(durations, profiled)
+            window = {"first_step": window_first, "last_step": window_last}
+            stats = jobview.rank_stats(durations, jobview.ToolSteps([window], len(durations) + 1, config.warmup))
             steps = max(steps, len(durations) + 1)
         fields = {
             "host": names.host(),
