@@ -15,6 +15,8 @@ count of optimizer steps and an exact checksum of the weights.
 
 import argparse
 import hashlib
+import os
+import sys
 import tempfile
 
 import lightning as L
@@ -76,10 +78,12 @@ def main() -> None:
         )
         trainer.fit(model, loader)
     prefix = f"rank {trainer.global_rank} " if args.devices > 1 else ""
-    if model.last_loss is not None:
-        print(f"{prefix}loss {model.last_loss.item()!r}")
-    print(f"{prefix}optimizer_steps {trainer.global_step}")
-    print(f"{prefix}checksum {checksum(model)}")
+    lines = [f"{prefix}loss {model.last_loss.item()!r}"] if model.last_loss is not None else []
+    lines += [f"{prefix}optimizer_steps {trainer.global_step}", f"{prefix}checksum {checksum(model)}"]
+    # One write for all of this rank's lines: print's text and newline are two, and two ranks
+    # printing at once can then splice a line of one into a line of the other.
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), ("\n".join(lines) + "\n").encode())
 
 
 if __name__ == "__main__":
