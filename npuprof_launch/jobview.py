@@ -159,12 +159,13 @@ class ToolSteps:
         self._spans = _merged(edges)
         self._firsts = [first for first, _ in self._spans]
         self._beside = _merged(beside)
+        self._beside_firsts = [first for first, _ in self._beside]
 
     def __contains__(self, step: int) -> bool:
         return _within(self._firsts, self._spans, step)
 
     def beside_aftercare(self, step: int) -> bool:
-        return _within([first for first, _ in self._beside], self._beside, step)
+        return _within(self._beside_firsts, self._beside, step)
 
     def job_durations(self, durations) -> list:
         """``durations`` (of steps 2, 3, ...) without the profiled steps, by slices: no Python loop over the run."""
