@@ -59,22 +59,31 @@ def unfinished(output_dir: str, records: list[dict]) -> list[str]:
                     status = json.load(handle).get("status")
             except (OSError, ValueError, AttributeError):
                 status = None
-            if status in (None, "running") and _alive(found):
+            if status in (None, "running") and _alive(found, window):
                 waiting.append(path)
     return waiting
 
 
-def _alive(found: dict) -> bool:
-    """A result not written yet only matters while its process (or its aftercare) may still write it."""
-    return found.get("ended") is not None or found.get("host") != names.host() or _pid_alive(found.get("pid"))
+def _alive(found: dict, window: dict) -> bool:
+    """A result not written yet only matters while its process or its aftercare may still write
+    it. A process killed outright (SIGKILL, the OOM killer) leaves its aftercare running alone."""
+    if found.get("ended") is not None or found.get("host") != names.host():
+        return True
+    return _pid_alive(found.get("pid")) or _pid_alive(window.get("aftercare_pid"))
 
 
 def _pid_alive(pid) -> bool:
+    """Whether a process of this host is still there (a zombie, never reaped where the container's
+    first process reaps nothing, is not)."""
     try:
         os.kill(int(pid), 0)
     except (OSError, TypeError, ValueError):
         return False
-    return True
+    try:
+        with open(f"/proc/{int(pid)}/stat") as handle:
+            return handle.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def wait(output_dir: str, records: list[dict], timeout: float, tick=None) -> list[str]:

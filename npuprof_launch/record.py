@@ -58,7 +58,8 @@ FIELDS: dict[str, object] = {
     "window_steps": None,
     #: Each window: first_step and last_step in the job's numbering (the whole steps recorded),
     #: complete, traces (paths relative to the output directory); with aftercare, aftercare (its
-    #: result file) and aftercare_steps ([first, last] steps it ran beside; last None while it runs).
+    #: result file), aftercare_pid (its process, which outlives a killed job's) and aftercare_steps
+    #: ([first, last] steps it ran beside; last None while it runs).
     "windows": [],
     "schedule_steps": 0,
     "windows_planned": 0,

@@ -426,8 +426,11 @@ def _check_traces(
                 continue
             summary = care.get("summary") if care and care.get("status") == "done" and not deep else None
             if summary is None:
-                parsed = deliverables.summarize_torch_trace(path)
-                plain = plain or (os.path.getsize(path) if not path.endswith(".gz") else 0)
+                path, parsed = _summarize_where_it_is(output_dir, rel, window.get("staged"), path)
+                if parsed is None:
+                    problems.append(f"{_label(record)}: {rel}: missing")
+                    continue
+                plain = plain or (_bytes(path) if not path.endswith(".gz") else 0)
                 summary = {
                     "steps": len(parsed.step_names),
                     "collective_us": parsed.collective_us,
@@ -475,6 +478,20 @@ def _size_warnings(window: dict, size: int, plain: int, backend: str | None) -> 
                 f"{what} is {weight / 2**20:.0f} MB of trace, more than {viewer} opens; to make it smaller: {SMALLER}"
             ]
     return []
+
+
+def _summarize_where_it_is(output_dir: str, rel: str, staged: list[str] | None, path: str):
+    """A trace read while its aftercare runs (a live --check, an aftercare outliving its job) may be
+    compressed or moved under the reader: read it again where it went. Returns (path, summary),
+    the summary None when the trace is nowhere."""
+    for _ in range(3):
+        parsed = deliverables.summarize_torch_trace(path)
+        if not parsed.problems or os.path.exists(path):
+            return path, parsed
+        path, _note = locate(output_dir, rel, staged)
+        if path is None:
+            break
+    return path, None
 
 
 def _aftercare_result(output_dir: str, window: dict) -> dict | None:

@@ -422,7 +422,7 @@ class Session:
                 result["staged"] = list(paths)
             care = self._start_aftercare(paths, len(self.results))
             if care:
-                result["aftercare"] = care
+                result["aftercare"], result["aftercare_pid"] = care
                 result["aftercare_steps"] = [self.steps + 1, None]
         if self.window is not None and self.window.saved_by(self.steps):
             self.windows_completed += 1
@@ -437,9 +437,10 @@ class Session:
             path += ".gz"
         return path
 
-    def _start_aftercare(self, paths: list[str], window: int) -> str | None:
+    def _start_aftercare(self, paths: list[str], window: int) -> tuple[str, int] | None:
         """Summarize, compress and move the window off the training path (aftercare.py): a
-        detached process at the lowest priority, started here, waited for at the end."""
+        detached process at the lowest priority, started here, waited for at the end; returns
+        its result file (relative to the output directory) and its pid."""
         from npuprof_launch import aftercare
 
         if not paths or not getattr(self.backend, "aftercare", False):
@@ -469,7 +470,7 @@ class Session:
             self.note_warning(f"the window's aftercare (summary, compression, move) could not start: {exc!r}")
             return None
         self._aftercare.append((process, self.results[-1]))
-        return os.path.relpath(result, self.output_dir)
+        return os.path.relpath(result, self.output_dir), process.pid
 
     def _note_aftercare_ended(self) -> None:
         """At a checkpoint and at the end: the windows whose aftercare has ended now record the

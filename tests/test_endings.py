@@ -80,6 +80,48 @@ def test_a_killed_process_is_told_as_such_with_its_last_known_step(out):
     assert "killed by signal SIGKILL" in result.stderr or "ended without its exit handlers" in result.stderr
 
 
+#: The job stops its window's aftercare (its own child) for a while, then kills itself: the
+#: aftercare outlives it, as a slow compression outlives a job the OOM killer ends.
+KILLED_BESIDE_AFTERCARE = """\
+import os, signal, subprocess, torch
+def children():
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().rpartition(")")[2].split()[1] == str(os.getpid()):
+                    found.append(int(pid))
+        except (OSError, IndexError, ValueError):
+            pass
+    return found
+m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)
+for i in range(9):
+    m(torch.ones(4)).sum().backward(); o.step(); o.zero_grad()
+    if i == 4:
+        kids = children()
+        for kid in kids:
+            os.kill(kid, signal.SIGSTOP)
+        print("stopped", len(kids), flush=True)
+        subprocess.Popen(["sh", "-c", "sleep 3; kill -CONT " + " ".join(map(str, kids))], start_new_session=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_process_s_aftercare_is_waited_for_before_the_report(out):
+    """CI failed here: the report was built while the orphaned aftercare was compressing the trace."""
+    schedule = ["--skip-first", "2", "--active", "2", "--output-dir", out]
+    result = npuprof([*schedule, "--", sys.executable, "-c", KILLED_BESIDE_AFTERCARE])
+    assert result.returncode == 128 + 9, result.stderr
+    assert result.stdout == "stopped 1\n"
+    assert "could not build the report" not in result.stderr, result.stderr
+    (trace,) = torch_traces(out)
+    assert trace.endswith(".gz"), "the launcher reported before the aftercare had compressed the window"
+    (record,) = status_records(out)
+    assert record["ended"] is None and record["windows"][0]["complete"]
+    code, report = check_json(out)
+    assert report["processes"][0]["profiler_steps"] == 2, report
+
+
 def test_a_main_target_found_in_the_script_a_runpy_wrapper_runs(out):
     """The wrapper imports torch first, then runs the script as __main__ in a module of its own."""
     loop = script("generate_loop.py")
