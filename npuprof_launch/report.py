@@ -509,8 +509,9 @@ def _aftercare_result(output_dir: str, window: dict) -> dict | None:
 
 
 def _bytes(path: str) -> int:
+    """A file's or a tree's size; a file moved away while it is counted (its aftercare) counts 0."""
     if os.path.isdir(path):
-        return sum(os.path.getsize(os.path.join(d, f)) for d, _, names_ in os.walk(path) for f in names_)
+        return sum(_bytes(os.path.join(d, f)) for d, _, names_ in os.walk(path) for f in names_)
     try:
         return os.path.getsize(path)
     except OSError:
