@@ -102,8 +102,12 @@ def wait(output_dir: str, records: list[dict], timeout: float, tick=None) -> lis
 
 
 def command(*, traces: list[str], result: str, kind: str, gzip_traces: bool, stage: str | None, home: str) -> list[str]:
-    """The command line of one window's aftercare."""
-    args = [sys.executable, "-m", "npuprof_launch.aftercare", "--result", result, "--kind", kind, "--home", home]
+    """The command line of one window's aftercare: under ``nice`` where there is one, so that even
+    its interpreter's start and its imports take only the CPU the job leaves (os.nice in main()
+    comes after them)."""
+    nice = shutil.which("nice")
+    args = [nice, "-n", "19"] if nice else []
+    args += [sys.executable, "-m", "npuprof_launch.aftercare", "--result", result, "--kind", kind, "--home", home]
     if gzip_traces:
         args.append("--gzip")
     if stage:

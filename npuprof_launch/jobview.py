@@ -330,12 +330,15 @@ def _window_steps(processes: list[dict]) -> list[dict]:
 
 def _suggestions(job: dict, command: list[str] | None, given: dict) -> list[str]:
     """The next runs: a window on the worst spike, and one on the slowest rank; the other options
-    the run was given (its --output-dir, --backend, ...) are kept."""
+    the run was given (its --output-dir, --backend, ...) are kept. A spike beside a window's
+    aftercare may have lacked the CPU our compression took: the job's worst spike clear of it
+    comes first. Failing one, the worst beside it: the run suggested profiles that step with no
+    aftercare beside it (its own comes after its window), so it tells the job's cost from ours."""
     kept = options.as_flags(given, SUGGESTION_SETS)
     tail = (" " + shlex.join(kept) if kept else "") + (f" -- {shlex.join(command)}" if command else " -- COMMAND")
     found = []
     if job["spikes"]:
-        spike = job["spikes"][0]
+        spike = min(job["spikes"], key=lambda item: bool(item.get("beside_aftercare")))  # the first such
         ranks = spike["ranks"]
         everyone = len(ranks) >= job["ranks"]
         where = "" if everyone or not ranks else f" --ranks {rank_list(ranks)}"

@@ -83,7 +83,7 @@ def test_a_killed_process_is_told_as_such_with_its_last_known_step(out):
 #: The job stops its window's aftercare (its own child) for a while, then kills itself: the
 #: aftercare outlives it, as a slow compression outlives a job the OOM killer ends.
 KILLED_BESIDE_AFTERCARE = """\
-import os, signal, subprocess, torch
+import os, signal, subprocess, time, torch
 def children():
     found = []
     for pid in os.listdir("/proc"):
@@ -99,8 +99,15 @@ for i in range(9):
     m(torch.ones(4)).sum().backward(); o.step(); o.zero_grad()
     if i == 4:
         kids = children()
-        for kid in kids:
+        for kid in kids:  # once it runs python: its priority then is the one its imports had
+            for _ in range(2000):
+                with open(f"/proc/{kid}/cmdline", "rb") as handle:
+                    if b"npuprof_launch.aftercare" in handle.read():
+                        break
+                time.sleep(0.001)
             os.kill(kid, signal.SIGSTOP)
+            with open(f"/proc/{kid}/stat") as handle:
+                print("nice", handle.read().rpartition(")")[2].split()[16], flush=True)
         print("stopped", len(kids), flush=True)
         subprocess.Popen(["sh", "-c", "sleep 3; kill -CONT " + " ".join(map(str, kids))], start_new_session=True)
 os.kill(os.getpid(), signal.SIGKILL)
@@ -112,7 +119,7 @@ def test_a_killed_process_s_aftercare_is_waited_for_before_the_report(out):
     schedule = ["--skip-first", "2", "--active", "2", "--output-dir", out]
     result = npuprof([*schedule, "--", sys.executable, "-c", KILLED_BESIDE_AFTERCARE])
     assert result.returncode == 128 + 9, result.stderr
-    assert result.stdout == "stopped 1\n"
+    assert result.stdout == "nice 19\nstopped 1\n", "the aftercare starts at the lowest priority"
     assert "could not build the report" not in result.stderr, result.stderr
     (trace,) = torch_traces(out)
     assert trace.endswith(".gz"), "the launcher reported before the aftercare had compressed the window"

@@ -53,6 +53,17 @@ def test_a_spike_beside_the_aftercare_is_told_with_that_fact():
         (13, True),
         (20, False),
     ], "worst first: the job's own spikes may fall beside the aftercare too"
+    assert job["suggestions"] == ["npuprof-run --skip-first 19 --active 1 -- python train.py"], (
+        "the next run profiles the job's own spike, not the one beside our aftercare"
+    )
+
+
+def test_spikes_only_beside_the_aftercare_suggest_a_run_on_the_worst_which_tells_ours_from_the_jobs():
+    durations = durations_with({13: 0.030, 14: 0.060})
+    process = {"rank": 0, "step_stats": jobview.rank_stats(durations, jobview.ToolSteps([WINDOW], steps=30))}
+    job = jobview.summarize([dict(process, steps=30)], command=["python", "train.py"])
+    assert [spike["step"] for spike in job["spikes"]] == [14, 13]
+    assert job["suggestions"] == ["npuprof-run --skip-first 13 --active 1 -- python train.py"]
 
 
 def test_without_windows_every_step_is_the_jobs():
