@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -15,6 +16,12 @@ from npuprof_launch import deliverables, names
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 PYTHON = sys.executable
+
+# A suite started in the background by a non-interactive shell (`.ci/run &`, nohup) inherits SIGINT
+# ignored, and passes that on to every job it launches: the Ctrl-C tests would then find a job
+# that cannot be interrupted. A handler of ours is reset to the default in each child at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
