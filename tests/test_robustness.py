@@ -318,6 +318,36 @@ def test_sigint_to_the_job_flushes_the_window_and_keeps_the_jobs_status(out):
     assert step_counts(out) and step_counts(out)[0] >= 1
 
 
+def test_a_hang_up_that_nohup_ignores_is_not_handed_to_the_job(out, tmp_path):
+    """`nohup npuprof-run -- torchrun ...`: torchrun installs its own SIGHUP handler, which ends
+    the training; the launcher, started with SIGHUP ignored, must not forward the hang-up to it."""
+    job = tmp_path / "own_hup.py"
+    job.write_text(
+        "import os, signal, sys, time, torch\n"
+        "signal.signal(signal.SIGHUP, lambda *_: (print('hung up', flush=True), sys.exit(3)))\n"
+        "m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "for i in range(1, 41):\n"
+        "    m(torch.ones(2, 4)).sum().backward(); opt.step(); opt.zero_grad(); time.sleep(0.02)\n"
+        "    if i == 5: print('ready', flush=True)\n"
+        "print('done', flush=True)\n"
+    )
+    launcher = subprocess.Popen(
+        ["nohup", PYTHON, "-m", "npuprof_launch", "--skip-first", "2", "--active", "2", "--output-dir", out]
+        + ["--", sys.executable, str(job)],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert launcher.stdout.readline() == "ready\n"
+    launcher.send_signal(signal.SIGHUP)
+    stdout, stderr = launcher.communicate(timeout=120)
+    assert launcher.returncode == 0, stderr
+    assert stdout == "done\n" and "hung up" not in stdout
+    (record,) = status_records(out)
+    assert record["steps"] == 40 and record["windows"][0]["complete"]
+
+
 def test_sigkill_leaves_the_last_known_state(out):
     launcher = start_long_window(out)
     record = wait_for_running(out)
