@@ -128,16 +128,17 @@ def run(command: list[str], env: dict[str, str]) -> dict:
     def note(signum, frame):
         received.append(signal.Signals(signum).name)
 
+    # The terminal sends SIGINT to the whole process group: the job gets its own, and we wait for
+    # it, noting that it came (a job that catches KeyboardInterrupt may still end with status 0).
+    handlers = {**dict.fromkeys(FORWARDED_SIGNALS, forward), signal.SIGINT: note}
     # A signal ignored when we started (nohup: SIGHUP; a shell's `&`: SIGINT) was ignored on purpose,
     # and the job inherited that: forwarding it would hand a hang-up to a job that installs its own
     # handler (torchrun's ends the training), which the user's nohup meant to keep running.
     previous = {
-        sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN
+        sig: signal.signal(sig, handler)
+        for sig, handler in handlers.items()
+        if signal.getsignal(sig) is not signal.SIG_IGN
     }
-    # The terminal sends SIGINT to the whole process group: the job gets its own, and we wait for
-    # it, noting that it came (a job that catches KeyboardInterrupt may still end with status 0).
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, note)
     try:
         returncode = child.wait()
     finally:
