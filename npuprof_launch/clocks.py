@@ -597,16 +597,39 @@ class CallClock:
         self._noted_threads = False
         self._busy = False
         self._depth = 0
+        #: The open timeline label of the step in flight (None when it is not recorded).
+        self._label = None
 
     def call(self, wrapped, args, kwargs):
         """The wrapper declared.py puts around the function: the call itself goes untouched."""
+        if self.declared.awaited:
+            return self._awaited(wrapped(*args, **kwargs))
         if self.passive or self._busy or not self.claims_this_thread():
             return wrapped(*args, **kwargs)
-        label = self.enter()
+        self.enter()
         try:
             return wrapped(*args, **kwargs)
         finally:
-            self.exit(label)
+            self.exit()
+
+    def _awaited(self, coroutine):
+        """An ``async def``'s call returns a coroutine at once and its work runs when that is awaited
+        (on the event loop's thread, which need not be the caller's): so its step is the await,
+        from the coroutine's first run to its end. The coroutine is made at the call, so that bad
+        arguments still raise there, and keeps the function's name for asyncio's messages."""
+
+        async def step():
+            if self.passive or self._busy or not self.claims_this_thread():
+                return await coroutine
+            self.enter()
+            try:
+                return await coroutine
+            finally:
+                self.exit()
+
+        ours = step()
+        ours.__name__, ours.__qualname__ = coroutine.__name__, coroutine.__qualname__
+        return ours
 
     def claims_this_thread(self) -> bool:
         thread = threading.current_thread()  # an object, not an id: a new thread may reuse an old one's id
@@ -625,19 +648,18 @@ class CallClock:
             )
         return False
 
-    def enter(self):
-        """A call begins on the owner thread; the outermost begins a step. Returns its open timeline label."""
+    def enter(self) -> None:
+        """A call begins on the owner thread; the outermost begins a step (and opens its timeline label)."""
         self._depth += 1
         if self._depth > 1 or self.passive:
-            return None
+            return
         self._busy = True  # our own code calling the function (a status write, a profiler) is not a step
         try:
-            return self._begin_step()
+            self._label = self._begin_step()
         except Exception as exc:  # noqa: BLE001 - the job must never see our failure
             self._break(exc)
         finally:
             self._busy = False
-        return None
 
     def _begin_step(self):
         session = self.session
@@ -648,6 +670,12 @@ class CallClock:
             if session.off:
                 self.passive = True
                 return None
+            if self.declared.iterated:
+                session.note_warning(
+                    f"{self.declared.describe()} is a generator function: a call returns before its body runs (the "
+                    "body runs as the result is iterated), so each step's work is recorded in the step after it; "
+                    "name the function that iterates it instead"
+                )
         may_start = session.config.range or self._owner is self._main
         if not may_start and not session.warned_thread:
             session.warned_thread = True
@@ -658,11 +686,16 @@ class CallClock:
             )
         return session.step_began(label=self.declared.label(), may_start=may_start)
 
-    def exit(self, label) -> None:
-        """A call on the owner thread returns (or raises); the outermost ends the step."""
+    def exit(self) -> None:
+        """A call on the owner thread returns (or raises); the last one in flight ends the step.
+
+        Sync calls nest, so that is the outermost; the awaits of an ``async def`` that run at once
+        on one event loop overlap, and the step is then from the first begun to the last ended.
+        """
         self._depth = max(self._depth - 1, 0)  # a call in flight when a child was forked ends there too
         if self._depth > 0 or self.passive or self.session is None:
             return
+        label, self._label = self._label, None
         self._busy = True
         try:
             self.session.step_ended(inside_range=False, label=label)
@@ -682,4 +715,5 @@ class CallClock:
         self._owner = None
         self._busy = False
         self._depth = 0
+        self._label = None
         self.session = None

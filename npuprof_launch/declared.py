@@ -105,7 +105,19 @@ class Declared:
         self.clock = None
         self.make_clock = None
         self.wrapped = False
+        #: How a call gives its work back (``kind_of``), known once the function is found.
+        self.kind: str | None = None
         self._hunting = False
+
+    @property
+    def awaited(self) -> bool:
+        """An ``async def``: a call's work runs when what it returns is awaited, not in the call."""
+        return self.kind == COROUTINE
+
+    @property
+    def iterated(self) -> bool:
+        """A generator function: a call's work runs as what it returns is iterated, not in the call."""
+        return self.kind == GENERATOR
 
     def describe(self) -> str:
         return f"stage {self.stage} ({self.target})" if self.stage else f"target {self.target}"
@@ -144,6 +156,7 @@ class Declared:
             return None
         self.reason = NEVER_CALLED
         self.wrapped = True
+        self.kind = kind_of(function)
         if self.clock is None and self.make_clock is not None:
             self.clock = self.make_clock(self)
         return getattr(function, "__code__", None)
@@ -229,18 +242,18 @@ class Declared:
                 return
             self._stop_hunting()
             code = self._wrap(main)
-            if code is None or event != "call" or frame.f_code is not code or self.clock is None:
-                return
+            if code is None or event != "call" or frame.f_code is not code or self.clock is None or self.awaited:
+                return  # (a coroutine's frame "returns" at each await: its first call is not followed)
             # The first call began before any other event: count it from here to its return.
             clock = self.clock
             if not clock.claims_this_thread():
                 return
-            label = clock.enter()
+            clock.enter()
 
             def until_return(returning, event, arg) -> None:
                 if returning is frame and event == "return":
                     sys.setprofile(None)
-                    clock.exit(label)
+                    clock.exit()
 
             sys.setprofile(until_return)
         except Exception as exc:  # noqa: BLE001 - a profile function that raises would break the job
@@ -263,6 +276,31 @@ class Declared:
         if reason == NEVER_IMPORTED and self.module in _names_of(main):
             reason += f": it runs as __main__ here, so name it __main__:{self.qualname}"
         return {"stage": self.stage, "target": self.target, "reason": reason}
+
+
+#: The kinds of function whose call returns before its work is done (``Declared.kind``).
+COROUTINE = "coroutine"
+GENERATOR = "generator"
+
+
+def kind_of(function: object) -> str | None:
+    """``coroutine`` for an ``async def``, ``generator`` for a (sync or async) generator function, else None.
+
+    A classmethod or staticmethod is looked through, and so is a decorator that keeps
+    ``__wrapped__`` (functools.wraps), which an ``async def`` under a sync-looking wrapper has.
+    """
+    import inspect
+
+    function = getattr(function, "__func__", function)
+    try:
+        function = inspect.unwrap(function)
+    except ValueError:  # a __wrapped__ cycle
+        pass
+    if inspect.iscoroutinefunction(function):
+        return COROUTINE
+    if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+        return GENERATOR
+    return None
 
 
 def _names_of(module) -> tuple[str, ...]:

@@ -278,8 +278,9 @@ def _ran_short(record: dict, done: str, steps) -> str:
         active=opts.get("active", 1),
         repeat=opts.get("repeat", 1),
     ).formula()
+    ran = _plural(steps, "step") if isinstance(steps, int) else f"{steps} steps"
     return (
-        f"{done} windows completed: the job ran {steps} steps, the schedule needs {formula}; "
+        f"{done} windows completed: the job ran {ran}, the schedule needs {formula}; "
         "lower --skip-first/--active/--repeat or run more steps"
     )
 

@@ -146,6 +146,65 @@ def test_calls_on_other_threads_than_the_first_callers_run_unprofiled(out, mode)
         assert any("not on the main thread" in warning for warning in record["warnings"]), record["warnings"]
 
 
+ASYNC_SERVE = script("async_serve.py")
+
+
+def spans(out: str, prefix: str) -> list[tuple[float, float, str]]:
+    """(start, end, name) of the spans whose names start with ``prefix``, in every trace, in time order."""
+    from conftest import torch_traces
+
+    found = []
+    for path in torch_traces(out):
+        for event in deliverables.load_trace_events(path):
+            if event.get("ph") == "X" and str(event.get("name", "")).startswith(prefix):
+                found.append((float(event["ts"]), float(event["ts"]) + float(event.get("dur", 0)), event["name"]))
+    return sorted(found)
+
+
+def test_an_async_def_target_s_step_is_its_await_not_the_call(out):
+    """An ``async def``'s call returns a coroutine at once: its step is the await, so each recorded
+    step's label holds that request's own work and the window holds requests 3-5, not the work of
+    2-4 labelled by empty spans (what the plain wrapper gave)."""
+    run_both(
+        ["--target", "__main__:handle", "--skip-first", "2", "--active", "3", "--output-dir", out],
+        [ASYNC_SERVE, "sequential"],
+    )
+    (record,) = status_records(out)
+    assert record["steps"] == 12 and record["window_steps"] == [3, 5]
+    assert step_counts(out) == [3]
+    steps = spans(out, "handle#")
+    assert [name for *_, name in steps] == ["handle#3", "handle#4", "handle#5"]
+    work = [start for start, _, _ in spans(out, "aten::tanh")]
+    assert len(work) == 3, work
+    for (begin, end, name), tanh in zip(steps, work):
+        assert begin <= tanh <= end, f"{name} ({begin}-{end}) does not hold its request's work at {tanh}"
+    code, report = check_json(out)
+    assert code == 0, report
+
+
+def test_async_def_calls_awaited_together_are_one_step(out):
+    """asyncio.gather of 3 requests at a time on one loop: their awaits overlap, so each batch is one step."""
+    run_both(
+        ["--target", "__main__:handle", "--skip-first", "1", "--active", "2", "--output-dir", out],
+        [ASYNC_SERVE, "gather", "--requests", "12"],
+    )
+    (record,) = status_records(out)
+    assert record["steps"] == 4 and step_counts(out) == [2]
+    assert [name for *_, name in spans(out, "handle#")] == ["handle#2", "handle#3"]
+    assert len(spans(out, "aten::tanh")) == 6  # the window's two batches of three
+
+
+def test_a_generator_function_target_is_told_that_its_work_falls_after_the_call(out):
+    """A generator function's body runs as it is iterated, after the call returns: said, not hidden."""
+    result = run_both(
+        ["--target", "__main__:stream", "--skip-first", "0", "--active", "1", "--output-dir", out],
+        [ASYNC_SERVE, "stream"],
+    )
+    (record,) = status_records(out)
+    assert any("is a generator function" in warning for warning in record["warnings"]), record["warnings"]
+    assert "npuprof: target __main__:stream is a generator function" in result.stderr
+
+
 def test_module_imported_long_after_the_hook(out):
     """The target's module is first imported in the middle of the run, after torch and 3 other steps."""
     run_both(
