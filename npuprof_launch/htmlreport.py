@@ -568,7 +568,8 @@ def _lines_svg(grid: _Grid, job: dict) -> str:
     # the spikes
     for spike in job.get("spikes") or ():
         xx, yy = x(spike["step"]), y(spike["step_s"] * 1e3)
-        text = f"step {spike['step']:,}: {spike['vs_median']:.1f}x the median"
+        stage = f"stage {spike['stage']} " if spike.get("stage") else ""
+        text = f"{stage}step {spike['step']:,}: {spike['vs_median']:.1f}x the median"
         anchor = "end" if xx > ml + pw * 0.8 else "start"
         dx = -10 if anchor == "end" else 10
         svg.append(
@@ -749,8 +750,9 @@ def _medians(grid: _Grid, job: dict) -> str:
         for slow in slow_ranks:
             what = "the slowest" if slow.get("method") == "step_times" else "the one the others wait for"
             how = "by its step times" if slow.get("method") == "step_times" else "by its time in collectives"
+            stage = f" in stage {_e(slow['stage'])}" if slow.get("stage") else ""
             items.append(
-                f'<li><b class="slowname">rank {_e(slow.get("rank"))}</b> is {what} ({how}): '
+                f'<li><b class="slowname">rank {_e(slow.get("rank"))}</b> is {what}{stage} ({how}): '
                 f"{_e(slow.get('evidence'))}</li>"
             )
         parts.append(f'<ul class="slowlist">{"".join(items)}</ul>')

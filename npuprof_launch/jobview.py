@@ -18,7 +18,7 @@ import os
 import shlex
 from bisect import bisect_right
 
-from npuprof_launch import options, steptimes
+from npuprof_launch import options, stages, steptimes
 
 #: A step this many times its rank's median (and SPIKE_MIN_S longer) is a spike. Not a spike: the
 #: first WARMUP_STEPS timed steps (allocator, caches, compilation), and the steps the tool's own
@@ -233,6 +233,14 @@ def _groups(processes: list[dict]) -> list[list[dict]]:
     return [group for group in groups.values() if len(group) >= 2]
 
 
+def _stage_of(process: dict) -> dict:
+    """``{"stage": NAME, "target": MOD:QUALNAME}`` for a stage's row, else nothing: a finding says
+    whose steps it counts (a stage's steps are the calls of its function)."""
+    if not process.get("stage"):
+        return {}
+    return {"stage": process["stage"], "target": process.get("target")}
+
+
 def _slow_by_step_times(group: list[dict]) -> list[dict]:
     """Ranks not in lockstep: one whose median step time stands out beyond the others' spread."""
     timed = [p for p in group if p.get("step_stats")]
@@ -251,6 +259,7 @@ def _slow_by_step_times(group: list[dict]) -> list[dict]:
                 continue
         found.append(
             {
+                **_stage_of(process),
                 "rank": process["rank"],
                 "method": "step_times",
                 "step_s": own,
@@ -281,6 +290,7 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
         span = f"{low * 1e3:.0f}-{high * 1e3:.0f} ms" if high - low > 5e-4 else f"{high * 1e3:.0f} ms"
         found.append(
             {
+                **_stage_of(process),
                 "rank": process["rank"],
                 "method": "collectives",
                 "collective_s": own,
@@ -294,14 +304,16 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
 
 def _spikes(timed: list[dict]) -> list[dict]:
     """Spikes grouped by step across ranks (lockstep spreads one rank's spike to all), worst first."""
-    by_step: dict[int, list[dict]] = {}
+    by_step: dict[tuple, list[dict]] = {}
     for process in timed:
         for spike in process["step_stats"]["spikes"]:
-            by_step.setdefault(spike["step"], []).append({**spike, "rank": process.get("rank")})
+            key = (tuple(_stage_of(process).items()), spike["step"])  # a stage's steps are its own calls
+            by_step.setdefault(key, []).append({**spike, "rank": process.get("rank")})
     grouped = []
-    for step, items in by_step.items():
+    for (stage, step), items in by_step.items():
         worst = max(items, key=lambda item: item["vs_median"])
         group = {
+            **dict(stage),
             "step": step,
             "ranks": sorted(item["rank"] for item in items if item["rank"] is not None),
             "processes": len(items),
@@ -334,17 +346,37 @@ def _suggestions(job: dict, command: list[str] | None, given: dict) -> list[str]
     aftercare may have lacked the CPU our compression took: the job's worst spike clear of it
     comes first. Failing one, the worst beside it: the run suggested profiles that step with no
     aftercare beside it (its own comes after its window), so it tells the job's cost from ours."""
-    kept = options.as_flags(given, SUGGESTION_SETS)
-    tail = (" " + shlex.join(kept) if kept else "") + (f" -- {shlex.join(command)}" if command else " -- COMMAND")
     found = []
     if job["spikes"]:
         spike = min(job["spikes"], key=lambda item: bool(item.get("beside_aftercare")))  # the first such
         ranks = spike["ranks"]
         everyone = len(ranks) >= job["ranks"]
         where = "" if everyone or not ranks else f" --ranks {rank_list(ranks)}"
-        found.append(f"npuprof-run --skip-first {spike['step'] - 1} --active 1{where}{tail}")
+        found.append(_run(where, spike, spike["step"] - 1, 1, command, given))
     if job["slow_ranks"]:
         slow = job["slow_ranks"][0]
         skip = max(1, min(job["steps"] // 2, 10))
-        found.append(f"npuprof-run --skip-first {skip} --active 2 --ranks {slow['rank']}{tail}")
+        found.append(_run(f" --ranks {slow['rank']}", slow, skip, 2, command, given))
     return found
+
+
+def _run(where: str, finding: dict, skip: int, active: int, command: list[str] | None, given: dict) -> str:
+    """One suggested command: these steps, on these ranks, of the job or of the finding's stage.
+
+    A stage's own ``skip-first``/``active`` outrank the flags, so a stage's steps are chosen in
+    its declaration; the other stages are kept as they were given (a stage declared only in
+    the environment is declared on the command from its record)."""
+    stage = finding.get("stage")
+    if stage is None:
+        head = f"--skip-first {skip} --active {active}{where}"
+        kept = options.as_flags(given, SUGGESTION_SETS)
+    else:
+        head = where.strip()
+        declared = stages.split_list(str(given.get("stage") or ""))
+        if not any(stages.split(text)[0] == stage for text in declared):
+            declared.append(f"{stage}={finding.get('target')}")
+        selection = [("skip-first", str(skip)), ("active", str(active))]
+        declared = [stages.with_selection(t, selection) if stages.split(t)[0] == stage else t for t in declared]
+        kept = options.as_flags({**given, "stage": stages.SEPARATOR.join(declared)}, SUGGESTION_SETS)
+    tail = (" " + shlex.join(kept) if kept else "") + (f" -- {shlex.join(command)}" if command else " -- COMMAND")
+    return f"npuprof-run{' ' + head if head else ''}{tail}"

@@ -76,14 +76,16 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None) 
     if not processes and not excluded and not declined and not declared and not replaced:
         problems.append((None, _why_nothing(run, log, idle)))
     job = jobview.summarize(processes, run.get("command") if run else None, (run or {}).get("options"))
-    slow_ranks = {slow["rank"]: slow["method"] for slow in job["slow_ranks"]}
+    slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
     for process in processes:
-        if process.get("rank") in slow_ranks:
+        method = slow_ranks.get((process.get("rank"), process.get("stage")))
+        if method is not None:
             process["slowest_rank"] = True
-            process["slow_by"] = slow_ranks[process["rank"]]
+            process["slow_by"] = method
     for slow in job["slow_ranks"]:
         what = "the slowest" if slow["method"] == "step_times" else "the one the others wait for"
-        findings.append(f"rank {slow['rank']} is {what}: {slow['evidence']}")
+        stage = f" in stage {slow['stage']}" if slow.get("stage") else ""
+        findings.append(f"rank {slow['rank']} is {what}{stage}: {slow['evidence']}")
     for spike in job["spikes"]:
         findings.append(_spike_text(spike, job))
     differing = _differing_windows(job["window_steps"])
@@ -567,7 +569,9 @@ def _spike_text(spike: dict, job: dict) -> str:
         where = jobview.who(ranks)
     else:
         where = _plural(spike["processes"], "process")
-    text = f"step {spike['step']}: {where}, {spike['vs_median']:.1f}x the median ({spike['step_s'] * 1e3:.1f} ms)"
+    stage = f"stage {spike['stage']} " if spike.get("stage") else ""
+    text = f"{stage}step {spike['step']}: {where}, {spike['vs_median']:.1f}x the median"
+    text += f" ({spike['step_s'] * 1e3:.1f} ms)"
     if spike.get("beside_aftercare"):
         text += ", while npuprof's aftercare of a window (compression, summary) ran beside the job"
     return text

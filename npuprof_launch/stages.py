@@ -37,6 +37,17 @@ def split(text: str) -> tuple[str, str]:
     return name.strip(), rest.split(",", 1)[0].strip()
 
 
+def with_selection(text: str, selection: list[tuple[str, str]]) -> str:
+    """``text`` with its own step selection (every key but ``range``) replaced by ``selection``:
+    the stage as a suggested next run declares it. Unchecked text is returned as it is."""
+    try:
+        name, target, pairs = parts(text)
+    except ValueError:
+        return text
+    kept = [(key, value) for key, value in pairs if key == "range"]
+    return ",".join([f"{name}={target}", *(f"{key}={value}" for key, value in [*selection, *kept])])
+
+
 def parts(text: str) -> tuple[str, str, list[tuple[str, str]]]:
     """``NAME=MOD:QUALNAME,KEY=VALUE,...`` -> (NAME, MOD:QUALNAME, [(KEY, VALUE), ...]), the
     syntax checked; raises ValueError with a one-line reason. Values are left as text."""

@@ -78,3 +78,43 @@ def test_a_run_that_was_all_the_tools_is_described_whole():
     window = {"first_step": 2, "last_step": 9}
     stats = jobview.rank_stats(durations, jobview.ToolSteps([window], steps=10))
     assert stats["count"] == len(durations) and stats["spikes"] == []
+
+
+def stage_row(stage: str, target: str, slow: dict[int, float]) -> dict:
+    stats = jobview.rank_stats(durations_with(slow), jobview.ToolSteps([], steps=30))
+    return {"rank": None, "stage": stage, "target": target, "steps": 30, "step_stats": stats}
+
+
+def test_a_stage_s_spike_is_its_own_step_and_the_next_run_chooses_it_in_the_stage_s_declaration():
+    """A stage's steps are its function's calls: its spike is not merged with another stage's same
+    number, and the next run sets the stage's own skip-first/active (which outrank the flags)."""
+    rows = [stage_row("rollout", "rl:gen", {6: 0.040}), stage_row("update", "rl:learn", {6: 0.020})]
+    given = {"scenario": "rl", "stage": "rollout=rl:gen,skip-first=2,active=2,range=1;update=rl:learn"}
+    job = jobview.summarize(rows, command=["python", "rl.py"], given=given)
+    assert [(spike.get("stage"), spike["step"]) for spike in job["spikes"]] == [("rollout", 6), ("update", 6)]
+    assert job["suggestions"] == [
+        "npuprof-run --scenario rl --stage rollout=rl:gen,skip-first=5,active=1,range=1 --stage update=rl:learn "
+        "-- python rl.py"
+    ]
+
+
+def test_a_stage_declared_only_in_the_environment_is_declared_on_the_suggested_command():
+    job = jobview.summarize([stage_row("serve", "app:handle", {9: 0.040})], command=["python", "app.py"], given={})
+    assert job["suggestions"] == ["npuprof-run --stage serve=app:handle,skip-first=8,active=1 -- python app.py"]
+
+
+def test_a_stage_declaration_keeps_its_range_and_unchecked_text_is_left_alone():
+    from npuprof_launch import stages
+
+    assert stages.with_selection("a=m:f,wait=1,range=0,active=3", [("skip-first", "4")]) == "a=m:f,skip-first=4,range=0"
+    assert stages.with_selection("not a stage", [("skip-first", "4")]) == "not a stage"
+
+
+def test_a_stage_s_slow_rank_is_named_with_the_stage_and_its_run_chosen_in_the_stage():
+    def row(rank: int, typical: float) -> dict:
+        stats = jobview.rank_stats(durations_with({}, typical=typical), jobview.ToolSteps([], steps=30))
+        return {"rank": rank, "stage": "rollout", "target": "rl:gen", "steps": 30, "step_stats": stats}
+
+    job = jobview.summarize([row(0, 0.010), row(1, 0.010), row(2, 0.020)], command=["python", "rl.py"], given={})
+    assert [(slow["rank"], slow.get("stage")) for slow in job["slow_ranks"]] == [(2, "rollout")]
+    assert job["suggestions"] == ["npuprof-run --ranks 2 --stage rollout=rl:gen,skip-first=10,active=2 -- python rl.py"]
