@@ -278,9 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     run_id = os.environ.get(names.RUN_ID_VAR) or launch.new_run_id()
     outcome = launch.run(command, launch.job_environment(config, os.environ, output_dir, run_id))
     try:
-        launch.write_run(output_dir, run_id, command, outcome, given_options(namespace))
+        run = launch.write_run(output_dir, run_id, command, outcome, given_options(namespace))
         wait_for_aftercare(output_dir, run_id)
-        result = report.build(output_dir, run_id)
+        result = report.build(output_dir, run_id, run=run)
         result["html"] = write_html(result)
         sys.stderr.write(summary.format_table(result) + "\n")
     except Exception as exc:  # noqa: BLE001 - the job's status matters more than our summary

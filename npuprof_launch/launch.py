@@ -160,11 +160,18 @@ def run_path(output_dir: str, run_id: str) -> str:
     return os.path.join(names.status_dir(output_dir), RUNS_DIR, f"{run_id}.json")
 
 
-def write_run(output_dir: str, run_id: str, command: list[str], outcome: dict, given: dict | None = None) -> None:
+def write_run(output_dir: str, run_id: str, command: list[str], outcome: dict, given: dict | None = None) -> dict:
     """What the launcher saw, for the report now and ``--check DIR`` later; ``given``: the options
-    given as flags (text), so that a suggested next run keeps them."""
+    given as flags (text), so that a suggested next run keeps them. Returns the run's record, also
+    when it could not be written (a full disk): its report is then told from it."""
     run = {"run_id": run_id, "command": list(command), "options": dict(given or {}), **outcome}
-    files.write_json(run_path(output_dir, run_id), run)
+    try:
+        files.write_json(run_path(output_dir, run_id), run)
+    except OSError as exc:
+        names.say(
+            f"could not write the run's record into {output_dir} ({exc.strerror or exc}): --check DIR will lack it"
+        )
+    return run
 
 
 def read_runs(output_dir: str) -> dict[str, dict]:

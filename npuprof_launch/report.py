@@ -35,15 +35,17 @@ NO_HOOK_CAUSES = (
 PYTHON_FLAGS_WITHOUT_HOOK = {"-I": "isolated mode", "-E": "ignores PYTHON* variables", "-S": "skips site"}
 
 
-def build(output_dir: str, run_id: str | None = None, deep: bool | None = None) -> dict:
+def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, run: dict | None = None) -> dict:
     """The report of everything under ``output_dir`` (only run ``run_id``'s processes, if given).
 
     ``deep``: read every trace again (True), use the windows' own summaries (False), or the first
-    when the traces are small (None: up to DEEP_BYTES on disk).
+    when the traces are small (None: up to DEEP_BYTES on disk). ``run``: the launcher's record of
+    the run, where it has it in hand (it may not have been written).
     """
     output_dir = os.path.abspath(output_dir)
-    runs = launch.read_runs(output_dir)
-    run = runs.get(run_id) if run_id else _one_run(runs)
+    if run is None:
+        runs = launch.read_runs(output_dir)
+        run = runs.get(run_id) if run_id else _one_run(runs)
     records = [r for r in read_dir(output_dir) if not run_id or r.get("run_id") == run_id]
     weight = _trace_bytes(output_dir, records)
     if deep is None:
@@ -73,7 +75,8 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None) 
     idle = [line for line in log if line.get("event") == processlog.IDLE]
     declared = _declared_problems(records, idle, run)
     problems.extend((None, problem) for problem in declared)
-    if not processes and not excluded and not declined and not declared and not replaced:
+    full = _full_disk(output_dir)  # its effects (no record, no trace) would be told as causes
+    if not processes and not excluded and not declined and not declared and not replaced and not full:
         problems.append((None, _why_nothing(run, log, idle)))
     job = jobview.summarize(processes, run.get("command") if run else None, (run or {}).get("options"))
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
@@ -94,6 +97,8 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None) 
             "the ranks' windows cover different steps: "
             + "; ".join(f"{_whose(w)}: steps {_steps_text(w['steps'])}" for w in differing)
         )
+    if full and (problems or not processes):
+        problems.insert(0, (None, full))
     if not deep and weight:
         findings.append(
             f"the traces ({weight / 2**30:.1f} GB) were not read again: their summaries were; "
@@ -112,6 +117,26 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None) 
         "run": run,
         "output_dir": output_dir,
     }
+
+
+#: Free space below which a run's problems are told with the cause they most likely share.
+FULL_DISK_BYTES = 1 << 20
+
+
+def _full_disk(output_dir: str) -> str | None:
+    """Where the output's filesystem is all but full: said first, since a full disk makes every
+    later write fail (traces, records, the page) and each of those problems is its effect."""
+    try:
+        stat = os.statvfs(output_dir)
+    except (OSError, AttributeError):  # gone, or not a POSIX system
+        return None
+    free = stat.f_bavail * stat.f_frsize
+    if free >= FULL_DISK_BYTES:
+        return None
+    return (
+        f"the filesystem of {output_dir} is full ({free // 1024} KB free): traces and records written after it "
+        "filled may be missing or stale; free space there or give another --output-dir (or --stage-dir)"
+    )
 
 
 def _label(record: dict) -> str:

@@ -173,6 +173,39 @@ def test_full_disk_while_exporting(out, bare_stdout):
     assert record["state"] == "failed"
     assert any("wrote nothing" in error and "disk full" in error for error in record["errors"]), record["errors"]
     assert "disk full" in result.stderr
+    left = [name for _, _, found in os.walk(out) for name in found if name.endswith(".tmp")]
+    assert left == [], f"a failed export leaves no piece behind to hold the space: {left}"
+
+
+@pytest.fixture
+def small_filesystem(tmp_path):
+    """A 256 KB tmpfs, where this test may mount one (root); the test is skipped elsewhere."""
+    target = tmp_path / "small"
+    target.mkdir()
+    if (
+        os.geteuid() != 0
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(target)]).returncode
+    ):
+        pytest.skip("mounting a small tmpfs needs root")
+    yield str(target)
+    subprocess.run(["umount", str(target)])
+
+
+def test_a_disk_the_job_filled_is_told_as_the_cause_not_its_effects(small_filesystem, bare_stdout):
+    """The job's own files fill the output's filesystem before its first step: no record, no trace
+    can be written, and the report says the disk is full instead of "none imported torch"."""
+    filler = os.path.join(small_filesystem, "job_checkpoint.bin")
+    code = (
+        f"import runpy, sys\ntry:\n    open({filler!r}, 'wb').write(b'x' * (1 << 20))\nexcept OSError:\n    pass\n"
+        f"sys.argv = [{TRAIN!r}, '--steps', '8']\nrunpy.run_path({TRAIN!r}, run_name='__main__')\n"
+    )
+    out = os.path.join(small_filesystem, "out")
+    result = npuprof(["--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, "-c", code])
+    assert_ok(result)
+    assert result.stdout == bare_stdout
+    problems = result.stderr.split("npuprof: problems:")[-1]
+    assert problems.lstrip().startswith(f"- the filesystem of {out} is full"), result.stderr
+    assert "none imported torch" not in problems and "could not build the report" not in result.stderr
 
 
 def test_broken_torch_fails_our_hook_not_the_job(tmp_path):

@@ -262,9 +262,25 @@ class TorchBackend:
         """Write one window as a Chrome trace named like tensorboard_trace_handler's files."""
         files.make_dirs(output_dir)
         path = os.path.join(output_dir, names.torch_trace_name(worker, time.time_ns()))
-        prof.export_chrome_trace(path)
-        # Kineto's writer fails silently (a full disk, a file-size limit): look before reporting success.
-        if not os.path.isfile(path) or os.path.getsize(path) == 0:
-            raise OSError(f"the trace export wrote nothing to {path}; is the disk full or the directory unwritable?")
+        try:
+            prof.export_chrome_trace(path)
+            # Kineto's writer fails silently (a full disk, a file-size limit): look before reporting success.
+            if not os.path.isfile(path) or os.path.getsize(path) == 0:
+                raise OSError(
+                    f"the trace export wrote nothing to {path}; is the disk full or the directory unwritable?"
+                )
+        except BaseException:
+            _remove_partial(path)
+            raise
         files.restrict(path)
         return [path]
+
+
+def _remove_partial(path: str) -> None:
+    """A failed export's pieces (Kineto writes ``PATH.tmp`` and renames it when done): on a full
+    disk they hold the space the job itself may need next, and no viewer can open them."""
+    for piece in (path, path + ".tmp"):
+        try:
+            os.unlink(piece)
+        except OSError:
+            pass
