@@ -13,7 +13,10 @@ import sys
 
 
 def _report(name: str, exc: BaseException) -> None:
-    sys.stderr.write(f"npuprof: post-import hook for {name} failed, job goes on unprofiled: {exc!r}\n")
+    try:
+        sys.stderr.write(f"npuprof: post-import hook for {name} failed, job goes on unprofiled: {exc!r}\n")
+    except Exception:  # noqa: BLE001 - no stderr (2>&-, a daemon): the import must still succeed
+        pass
 
 
 class _Loader:

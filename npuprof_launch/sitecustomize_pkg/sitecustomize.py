@@ -27,7 +27,10 @@ if os.environ.get("NPU_PROF_ENABLE") == "1":
         try:
             _npuprof_hook.install()
         except Exception as _npuprof_exc:  # never raise into the user's program
-            sys.stderr.write("npuprof: hook not installed, job goes on unprofiled: %r\n" % (_npuprof_exc,))
+            try:
+                sys.stderr.write("npuprof: hook not installed, job goes on unprofiled: %r\n" % (_npuprof_exc,))
+            except Exception:  # no stderr (2>&-, a daemon): an error here would stop the interpreter's start
+                pass
 
 
 def _npuprof_chain_load():
