@@ -372,11 +372,9 @@ def _run(where: str, finding: dict, skip: int, active: int, command: list[str] |
         kept = options.as_flags(given, SUGGESTION_SETS)
     else:
         head = where.strip()
-        declared = stages.split_list(str(given.get("stage") or ""))
-        if not any(stages.split(text)[0] == stage for text in declared):
-            declared.append(f"{stage}={finding.get('target')}")
-        selection = [("skip-first", str(skip)), ("active", str(active))]
-        declared = [stages.with_selection(t, selection) if stages.split(t)[0] == stage else t for t in declared]
-        kept = options.as_flags({**given, "stage": stages.SEPARATOR.join(declared)}, SUGGESTION_SETS)
+        declared = {stages.split(text)[0]: text for text in stages.split_list(str(given.get("stage") or ""))}
+        own = declared.get(stage, f"{stage}={finding.get('target')}")
+        declared[stage] = stages.with_selection(own, [("skip-first", str(skip)), ("active", str(active))])
+        kept = options.as_flags({**given, "stage": stages.SEPARATOR.join(declared.values())}, SUGGESTION_SETS)
     tail = (" " + shlex.join(kept) if kept else "") + (f" -- {shlex.join(command)}" if command else " -- COMMAND")
     return f"npuprof-run{' ' + head if head else ''}{tail}"
