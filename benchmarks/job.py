@@ -97,10 +97,10 @@ class StepTimesSwitch:
     def __init__(self, checkpoint_s: float | None) -> None:
         import sys
 
-        self._session = getattr(sys.modules.get("npuprof_launch.hook"), "_process_session", None)
+        self._session = getattr(sys.modules.get("npuprof_launch.inprocess.hook"), "_process_session", None)
         if self._session is None:
             raise SystemExit("--toggle step-times needs the tool's session in this process")
-        from npuprof_launch import session as session_module
+        from npuprof_launch.inprocess import session as session_module
 
         self.real_checkpoint_s = session_module.CHECKPOINT_S
         if checkpoint_s:
@@ -221,7 +221,7 @@ def clock_state() -> dict:
     """
     import sys
 
-    hook = sys.modules.get("npuprof_launch.hook")
+    hook = sys.modules.get("npuprof_launch.inprocess.hook")
     session = getattr(hook, "_process_session", None)
     state = {"clock_steps": None, "clock_state": None, "profiler_on": torch.autograd._profiler_enabled()}
     if session is not None:

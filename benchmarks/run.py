@@ -47,7 +47,8 @@ import tempfile
 import threading
 import time
 
-from npuprof_launch import deliverables, launch, names, options
+from npuprof_launch.common import deliverables, names, options
+from npuprof_launch.launcher import launch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "job.py")
@@ -558,7 +559,7 @@ class Bench:
         """
         import synthetic_output
 
-        from npuprof_launch import htmlreport, report
+        from npuprof_launch.launcher import htmlreport, report
 
         counts = (64, 128, 256) if self.quick else (256, 512, 1024)
         steps = 500 if self.quick else 20000

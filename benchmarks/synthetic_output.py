@@ -21,8 +21,9 @@ import json
 import os
 import random
 
-from npuprof_launch import aftercare, deliverables, files, jobview, names, options, record, steptimes
-from npuprof_launch.schedule import Schedule
+from npuprof_launch.common import deliverables, files, names, options, record, stepstats, steptimes
+from npuprof_launch.common.schedule import Schedule
+from npuprof_launch.inprocess import aftercare
 
 #: The operators of one step: (name, children), nested as torch records them.
 STEP_OPERATORS = (
@@ -213,7 +214,7 @@ def write_output(
             steptimes.append(times_path, durations)
             times_rel = os.path.relpath(times_path, directory)
             window = {"first_step": window_first, "last_step": window_last}
-            stats = jobview.rank_stats(durations, jobview.ToolSteps([window], len(durations) + 1, config.warmup))
+            stats = stepstats.rank_stats(durations, stepstats.ToolSteps([window], len(durations) + 1, config.warmup))
             steps = max(steps, len(durations) + 1)
         fields = {
             "host": names.host(),

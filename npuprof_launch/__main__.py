@@ -2,6 +2,6 @@
 
 import sys
 
-from npuprof_launch.cli import main
+from npuprof_launch.launcher.cli import main
 
 sys.exit(main())

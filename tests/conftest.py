@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from npuprof_launch import deliverables, names
+from npuprof_launch.common import deliverables, names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")

@@ -12,7 +12,7 @@ import sys
 import pytest
 from conftest import assert_ok, check_json, npuprof, python, script, status_records, step_counts, torch_traces
 
-from npuprof_launch import deliverables
+from npuprof_launch.common import deliverables
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

@@ -218,7 +218,7 @@ def test_user_pythonpath_entries_are_kept(out, tmp_path):
 def test_help_names_every_variable():
     result = npuprof(["--help"])
     assert_ok(result)
-    from npuprof_launch import options
+    from npuprof_launch.common import options
 
     for option in options.OPTIONS:
         assert option.env in result.stdout
@@ -239,7 +239,7 @@ def test_no_hook_without_the_switch(tmp_path):
     """With only the hook directory on PYTHONPATH and NPU_PROF_ENABLE unset, nothing happens."""
     from conftest import clean_env
 
-    from npuprof_launch import launch
+    from npuprof_launch.launcher import launch
 
     out = tmp_path / "o"
     env = clean_env(PYTHONPATH=launch.HOOK_DIR, NPU_PROF_OUTPUT_DIR=str(out))

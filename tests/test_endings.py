@@ -102,7 +102,7 @@ for i in range(9):
         for kid in kids:  # once it runs python: its priority then is the one its imports had
             for _ in range(2000):
                 with open(f"/proc/{kid}/cmdline", "rb") as handle:
-                    if b"npuprof_launch.aftercare" in handle.read():
+                    if b"npuprof_launch.inprocess.aftercare" in handle.read():
                         break
                 time.sleep(0.001)
             os.kill(kid, signal.SIGSTOP)

@@ -10,7 +10,7 @@ record counting one step per optimizer step. A framework that is not installed i
 
 The last tests are about a job that runs a torch profiler of its own (Lightning's
 ``profiler="pytorch"``, or by hand): two torch profilers at once crash the process, so npuprof's
-must give way (npuprof_launch/coexist.py).
+must give way (npuprof_launch/inprocess/coexist.py).
 """
 
 from __future__ import annotations

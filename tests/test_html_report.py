@@ -25,7 +25,8 @@ import sys
 import pytest
 from conftest import ROOT, assert_ok, npuprof
 
-from npuprof_launch import htmlreport, names, record, report, steptimes
+from npuprof_launch.common import names, record, steptimes
+from npuprof_launch.launcher import htmlreport, report
 
 
 def _chromium() -> str | None:

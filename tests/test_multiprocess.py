@@ -21,7 +21,7 @@ from conftest import (
     torch_traces,
 )
 
-from npuprof_launch import names, options, processlog
+from npuprof_launch.common import names, options, processlog
 
 DDP = script("ddp_train.py")
 LOADER = script("loader_train.py")

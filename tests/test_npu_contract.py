@@ -28,8 +28,8 @@ from npu_wheels import (
     sources,
 )
 
-from npuprof_launch import options
-from npuprof_launch.backends import npu
+from npuprof_launch.common import options
+from npuprof_launch.inprocess.backends import npu
 
 STANDIN = os.path.join(ROOT, "tests", "standin")
 _sources: dict[str, ReleaseSource] = {}
@@ -266,7 +266,7 @@ def test_the_standin_has_the_api_of_the_release_it_imitates(version):
 
 
 PROBE = (
-    "import json, torch_npu; from npuprof_launch.backends import npu; "
+    "import json, torch_npu; from npuprof_launch.inprocess.backends import npu; "
     "print(json.dumps(sorted(npu.capabilities(%r, torch_npu.profiler))))"
 )
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import PYTHON, assert_ok, check_json, npuprof, script
 from npu_standin import standin_env
 
-from npuprof_launch import deliverables, names
+from npuprof_launch.common import deliverables, names
 
 
 def output(path: str) -> str:

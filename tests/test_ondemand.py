@@ -11,7 +11,7 @@ import time
 import pytest
 from conftest import PYTHON, assert_ok, clean_env, npuprof, python, script, status_records, step_counts
 
-from npuprof_launch import names, ondemand
+from npuprof_launch.common import names, ondemand
 
 SERVE = script("serve.py")
 

@@ -15,8 +15,9 @@ import time
 import pytest
 from conftest import assert_ok, check_json, clean_env, npuprof, python, script, status_records, torch_traces
 
-from npuprof_launch import aftercare, deliverables
-from npuprof_launch.backends.torch import kineto_lines
+from npuprof_launch.common import deliverables
+from npuprof_launch.inprocess import aftercare
+from npuprof_launch.inprocess.backends.torch import kineto_lines
 
 TRAIN = script("train_loop.py")
 

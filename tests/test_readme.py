@@ -12,7 +12,7 @@ import sys
 import pytest
 from conftest import ROOT, clean_env
 
-from npuprof_launch import readme
+from npuprof_launch.launcher import readme
 
 
 def readme_text() -> str:
@@ -21,7 +21,9 @@ def readme_text() -> str:
 
 
 def test_readme_options_table_is_current():
-    assert readme.options_table() in readme_text(), "README table is stale: run python -m npuprof_launch.readme"
+    assert readme.options_table() in readme_text(), (
+        "README table is stale: run python -m npuprof_launch.launcher.readme"
+    )
 
 
 def test_ci_runs_the_readme_test_command():

@@ -25,7 +25,7 @@ from conftest import (
     torch_traces,
 )
 
-from npuprof_launch import launch
+from npuprof_launch.launcher import launch
 
 TRAIN = script("train_loop.py")
 FAKES = os.path.join(ROOT, "tests", "fakes")
@@ -406,7 +406,7 @@ def test_nested_launcher_still_one_profiler(out):
 
 def test_hook_loaded_twice_still_one_profiler(out, bare_stdout):
     code = (
-        "import runpy, sys; import npuprof_launch.hook as b; b.install(); "
+        "import runpy, sys; import npuprof_launch.inprocess.hook as b; b.install(); "
         f"runpy.run_path({launch.HOOK_DIR + '/sitecustomize.py'!r}); "
         f"sys.argv = [{TRAIN!r}, '--steps', '8']; runpy.run_path(sys.argv[0], run_name='__main__')"
     )

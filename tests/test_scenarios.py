@@ -8,7 +8,8 @@ import sys
 import pytest
 from conftest import ROOT, assert_ok, check_json, clean_env, npuprof, python, status_records, torch_traces
 
-from npuprof_launch import deliverables, names, options, readme, scenarios
+from npuprof_launch.common import deliverables, names, options, scenarios
+from npuprof_launch.launcher import readme
 
 EXAMPLES = os.path.join(ROOT, "examples")
 RL = os.path.join(EXAMPLES, "rl.py")
@@ -64,7 +65,7 @@ def test_the_hook_reads_the_variables_the_table_names():
 
 def test_readme_scenarios_table_is_current():
     with open(os.path.join(ROOT, "README.md")) as handle:
-        assert readme.scenarios_table() in handle.read(), "run python -m npuprof_launch.readme"
+        assert readme.scenarios_table() in handle.read(), "run python -m npuprof_launch.launcher.readme"
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import assert_ok, check_json, npuprof, python, script, status_records, torch_traces, windows
 
-from npuprof_launch import deliverables
+from npuprof_launch.common import deliverables
 
 PATTERNS = script("patterns.py")
 

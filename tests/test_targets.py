@@ -9,7 +9,7 @@ import sysconfig
 import pytest
 from conftest import ROOT, assert_ok, check_json, clean_env, npuprof, python, script, status_records, step_counts
 
-from npuprof_launch import deliverables
+from npuprof_launch.common import deliverables
 
 EXAMPLES = os.path.join(ROOT, "examples")
 TARGET_JOB = script("target_job.py")
@@ -288,7 +288,7 @@ def test_range_mode_with_wait_and_repeat(out):
 def test_at_process_start_the_hook_imports_nothing_the_interpreter_does_not(tmp_path, declared):
     """Declaring targets adds two small modules of ours at start, and no other module (no typing,
     threading, re or wrapt): the hook runs in every Python process of the job."""
-    from npuprof_launch import launch
+    from npuprof_launch.launcher import launch
 
     probe = ["-c", "import sys; print(' '.join(sorted(sys.modules)))"]
     bare = python(probe, env=clean_env())
@@ -304,14 +304,14 @@ def test_at_process_start_the_hook_imports_nothing_the_interpreter_does_not(tmp_
     ours = {
         "sitecustomize",
         "npuprof_launch",
-        "npuprof_launch.hook",
-        "npuprof_launch.importwatch",
-        "npuprof_launch.names",
-        "npuprof_launch.processlog",
-        "npuprof_launch.files",
+        "npuprof_launch.inprocess.hook",
+        "npuprof_launch.inprocess.importwatch",
+        "npuprof_launch.common.names",
+        "npuprof_launch.common.processlog",
+        "npuprof_launch.common.files",
     }
-    assert added - ours <= {"npuprof_launch.declared", "npuprof_launch.stages"}, added
-    assert "npuprof_launch.declared" in added
+    assert added - ours <= {"npuprof_launch.inprocess.declared", "npuprof_launch.common.stages"}, added
+    assert "npuprof_launch.inprocess.declared" in added
 
 
 def test_wrapt_is_imported_only_in_processes_that_import_the_target_module(out):

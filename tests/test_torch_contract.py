@@ -866,7 +866,7 @@ def _code_named(code, name: str):
 def test_the_step_wrapper_clocks_mirrors_is_torchs_in_every_release(releases):
     """clocks.py puts its own copy of torch's ``profile_hook_step`` wrapper in its place (one frame per
     step fewer) only where the wrapper has the names of the one it copies: every release has it."""
-    from npuprof_launch import clocks
+    from npuprof_launch.inprocess import clocks
 
     for version, release in releases.items():
         path = os.path.join(release.folder, "torch/optim/optimizer.py")

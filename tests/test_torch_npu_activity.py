@@ -18,8 +18,8 @@ import pytest
 from conftest import PYTHON, assert_ok, check_json, npuprof, script, status_records, torch_traces
 from npu_standin import calls, standin_env
 
-from npuprof_launch.backends import npu
-from npuprof_launch.backends import torch as torch_backend
+from npuprof_launch.inprocess.backends import npu
+from npuprof_launch.inprocess.backends import torch as torch_backend
 
 TRAIN_ON_NPU = script("train_on_npu.py")
 HEADER = npu.MSPTI_PROFILER.owner

@@ -7,7 +7,7 @@ import sys
 
 if os.environ.get("NPU_PROF_ENABLE") == "1":
     try:
-        from npuprof_launch import hook as _npuprof_hook
+        from npuprof_launch.inprocess import hook as _npuprof_hook
     except ImportError:
         _npuprof_hook = None
         # This interpreter has no npuprof_launch (another venv, another Python): say so where the

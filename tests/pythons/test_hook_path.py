@@ -18,7 +18,7 @@ import sys
 import pytest
 
 import npuprof_launch
-from npuprof_launch import names, options, processlog, record
+from npuprof_launch.common import names, options, processlog, record
 
 PYTHON = sys.executable
 #: The hook directory as packaged (pyproject.toml's package-data), found without the launcher's code.
@@ -27,7 +27,7 @@ TIMEOUT = 120
 USAGE_ERROR = 2
 MARKER = "USER-SITECUSTOMIZE-RAN"
 MODULES = "import sys, json; print(json.dumps(sorted(sys.modules)))"
-HOOK_LOADED = "import sys; print('npuprof_launch.hook' in sys.modules)"
+HOOK_LOADED = "import sys; print('npuprof_launch.inprocess.hook' in sys.modules)"
 
 
 def clean_env(**extra: str) -> dict[str, str]:

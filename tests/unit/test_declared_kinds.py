@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from npuprof_launch import declared
+from npuprof_launch.inprocess import declared
 
 
 async def coroutine_function():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from npuprof_launch.iterations import Iterations
+from npuprof_launch.inprocess.iterations import Iterations
 
 
 def count(steps: str, forget: dict[int, str] | None = None) -> tuple[int, list[int]]:

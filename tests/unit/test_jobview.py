@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from npuprof_launch import jobview
+from npuprof_launch.common import stepstats
+from npuprof_launch.launcher import jobview
 
 WINDOW = {"first_step": 9, "last_step": 11, "complete": True, "traces": [], "aftercare_steps": [12, 16]}
 
@@ -13,21 +14,21 @@ def durations_with(slow: dict[int, float], steps: int = 30, typical: float = 0.0
 
 
 def test_the_profiled_steps_run_from_before_the_window_to_after_it_and_the_aftercare_steps_follow():
-    tool = jobview.ToolSteps([WINDOW], steps=30)
+    tool = stepstats.ToolSteps([WINDOW], steps=30)
     assert [step for step in range(1, 31) if step in tool] == list(range(8, 13))
     assert [step for step in range(1, 31) if tool.beside_aftercare(step)] == list(range(12, 17))
 
 
 def test_warmup_moves_the_first_profiled_step_back_and_a_running_aftercare_lasts_to_the_end():
     window = dict(WINDOW, aftercare_steps=[12, None])
-    tool = jobview.ToolSteps([window], steps=30, warmup=2)
+    tool = stepstats.ToolSteps([window], steps=30, warmup=2)
     assert [step for step in range(1, 31) if step in tool] == list(range(6, 13))
     assert [step for step in range(1, 31) if tool.beside_aftercare(step)] == list(range(12, 31))
 
 
 def test_the_job_durations_are_the_steps_outside_the_profiled_ones():
     durations = durations_with({})
-    kept = jobview.ToolSteps([WINDOW, dict(WINDOW, first_step=20, last_step=21)], steps=30).job_durations(durations)
+    kept = stepstats.ToolSteps([WINDOW, dict(WINDOW, first_step=20, last_step=21)], steps=30).job_durations(durations)
     expected = [d for step, d in zip(range(2, 31), durations) if not (8 <= step <= 12 or 19 <= step <= 22)]
     assert kept == expected
 
@@ -35,7 +36,7 @@ def test_the_job_durations_are_the_steps_outside_the_profiled_ones():
 def test_a_spike_of_the_window_is_no_spike_of_the_job_one_beside_the_aftercare_says_so():
     # The range watch's compile before the window, the stop; a step beside the aftercare; the job's own.
     durations = durations_with({8: 0.039, 12: 0.037, 13: 0.024, 20: 0.050})
-    stats = jobview.rank_stats(durations, jobview.ToolSteps([WINDOW], steps=30))
+    stats = stepstats.rank_stats(durations, stepstats.ToolSteps([WINDOW], steps=30))
     assert [(spike["step"], spike.get("beside_aftercare", False)) for spike in stats["spikes"]] == [
         (20, False),
         (13, True),
@@ -47,7 +48,7 @@ def test_a_spike_of_the_window_is_no_spike_of_the_job_one_beside_the_aftercare_s
 
 def test_a_spike_beside_the_aftercare_is_told_with_that_fact():
     durations = durations_with({13: 0.060, 20: 0.030})
-    process = {"rank": 0, "step_stats": jobview.rank_stats(durations, jobview.ToolSteps([WINDOW], steps=30))}
+    process = {"rank": 0, "step_stats": stepstats.rank_stats(durations, stepstats.ToolSteps([WINDOW], steps=30))}
     job = jobview.summarize([dict(process, steps=30)], command=["python", "train.py"])
     assert [(spike["step"], spike.get("beside_aftercare", False)) for spike in job["spikes"]] == [
         (13, True),
@@ -60,7 +61,7 @@ def test_a_spike_beside_the_aftercare_is_told_with_that_fact():
 
 def test_spikes_only_beside_the_aftercare_suggest_a_run_on_the_worst_which_tells_ours_from_the_jobs():
     durations = durations_with({13: 0.030, 14: 0.060})
-    process = {"rank": 0, "step_stats": jobview.rank_stats(durations, jobview.ToolSteps([WINDOW], steps=30))}
+    process = {"rank": 0, "step_stats": stepstats.rank_stats(durations, stepstats.ToolSteps([WINDOW], steps=30))}
     job = jobview.summarize([dict(process, steps=30)], command=["python", "train.py"])
     assert [spike["step"] for spike in job["spikes"]] == [14, 13]
     assert job["suggestions"] == ["npuprof-run --skip-first 13 --active 1 -- python train.py"]
@@ -68,7 +69,7 @@ def test_spikes_only_beside_the_aftercare_suggest_a_run_on_the_worst_which_tells
 
 def test_without_windows_every_step_is_the_jobs():
     durations = durations_with({8: 0.039})
-    stats = jobview.rank_stats(durations)
+    stats = stepstats.rank_stats(durations)
     assert [spike["step"] for spike in stats["spikes"]] == [8]
     assert stats["count"] == len(durations)
 
@@ -76,12 +77,12 @@ def test_without_windows_every_step_is_the_jobs():
 def test_a_run_that_was_all_the_tools_is_described_whole():
     durations = durations_with({}, steps=10)
     window = {"first_step": 2, "last_step": 9}
-    stats = jobview.rank_stats(durations, jobview.ToolSteps([window], steps=10))
+    stats = stepstats.rank_stats(durations, stepstats.ToolSteps([window], steps=10))
     assert stats["count"] == len(durations) and stats["spikes"] == []
 
 
 def stage_row(stage: str, target: str, slow: dict[int, float]) -> dict:
-    stats = jobview.rank_stats(durations_with(slow), jobview.ToolSteps([], steps=30))
+    stats = stepstats.rank_stats(durations_with(slow), stepstats.ToolSteps([], steps=30))
     return {"rank": None, "stage": stage, "target": target, "steps": 30, "step_stats": stats}
 
 
@@ -104,7 +105,7 @@ def test_a_stage_declared_only_in_the_environment_is_declared_on_the_suggested_c
 
 
 def test_a_stage_declaration_keeps_its_range_and_unchecked_text_is_left_alone():
-    from npuprof_launch import stages
+    from npuprof_launch.common import stages
 
     assert stages.with_selection("a=m:f,wait=1,range=0,active=3", [("skip-first", "4")]) == "a=m:f,skip-first=4,range=0"
     assert stages.with_selection("not a stage", [("skip-first", "4")]) == "not a stage"
@@ -112,7 +113,7 @@ def test_a_stage_declaration_keeps_its_range_and_unchecked_text_is_left_alone():
 
 def test_a_stage_s_slow_rank_is_named_with_the_stage_and_its_run_chosen_in_the_stage():
     def row(rank: int, typical: float) -> dict:
-        stats = jobview.rank_stats(durations_with({}, typical=typical), jobview.ToolSteps([], steps=30))
+        stats = stepstats.rank_stats(durations_with({}, typical=typical), stepstats.ToolSteps([], steps=30))
         return {"rank": rank, "stage": "rollout", "target": "rl:gen", "steps": 30, "step_stats": stats}
 
     job = jobview.summarize([row(0, 0.010), row(1, 0.010), row(2, 0.020)], command=["python", "rl.py"], given={})

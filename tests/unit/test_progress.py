@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from npuprof_launch import progress
-from npuprof_launch.progress import Progress
+from npuprof_launch.launcher import progress
+from npuprof_launch.launcher.progress import Progress
 
 
 class Clock:

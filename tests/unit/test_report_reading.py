@@ -7,7 +7,9 @@ import json
 import os
 import time
 
-from npuprof_launch import aftercare, deliverables, report
+from npuprof_launch.common import deliverables
+from npuprof_launch.inprocess import aftercare
+from npuprof_launch.launcher import report
 
 TRACE = {
     "traceEvents": [

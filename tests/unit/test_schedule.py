@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from npuprof_launch.schedule import Schedule, Window, aligned_start
+from npuprof_launch.common.schedule import Schedule, Window, aligned_start
 
 
 def test_the_readme_example():

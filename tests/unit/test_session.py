@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import contextlib
 
-from npuprof_launch import options, process
-from npuprof_launch.session import Session
+from npuprof_launch.common import options
+from npuprof_launch.inprocess import process
+from npuprof_launch.inprocess.session import Session
 
 
 class Recorder:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 
-from npuprof_launch import clocks
+from npuprof_launch.inprocess import clocks
 
 
 class Optimizer:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from npuprof_launch import names, scenarios, stages
-from npuprof_launch.schedule import Schedule
+from npuprof_launch.common import names, scenarios, stages
+from npuprof_launch.common.schedule import Schedule
 
 ENV_PREFIX = names.ENV_PREFIX
 ENABLE_VAR = names.ENABLE_VAR

@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 import time
 
-from npuprof_launch import importwatch, names, processlog
+from npuprof_launch.common import names, processlog
+from npuprof_launch.inprocess import importwatch
 
 _installed = False
 #: When the hook was armed in this process: on-demand requests older than this are not for it.
@@ -38,7 +39,7 @@ def install() -> None:
     finder = importwatch.finder()
     finder.watch("torch", _on_torch_imported)
     if os.environ.get(names.TARGET_VAR) or os.environ.get(names.STAGE_VAR):
-        from npuprof_launch import declared
+        from npuprof_launch.inprocess import declared
 
         for item in declared.wanted(os.environ):
             item.make_clock = _call_clock
@@ -49,7 +50,7 @@ def install() -> None:
 
 def _on_torch_imported(torch_module: object) -> None:
     """torch is fully imported: arm the optimizer clock, unless declared functions are the step source."""
-    from npuprof_launch import clocks, coexist, declared
+    from npuprof_launch.inprocess import clocks, coexist, declared
 
     coexist.install(torch_module)
     if declared.replaces_optimizer_clock(os.environ):
@@ -64,7 +65,7 @@ def _on_torch_imported(torch_module: object) -> None:
 
 def _call_clock(item):
     """A declared function was found: the clock its calls go to (bad options: none of them count)."""
-    from npuprof_launch import clocks
+    from npuprof_launch.inprocess import clocks
 
     register_tally()
     clock = clocks.CallClock(declared=item, new_session=_session_for_call, say=names.say)
@@ -77,7 +78,7 @@ _options_refused = False
 
 def _check_declared_options() -> None:
     """A declared function may never be called, so no session would report bad options: say it now."""
-    from npuprof_launch import options
+    from npuprof_launch.common import options
 
     global _options_refused
     _, problems = options.resolve({}, os.environ)
@@ -96,7 +97,7 @@ def safe_points():
     if _points is None:
         import torch
 
-        from npuprof_launch import safepoints
+        from npuprof_launch.inprocess import safepoints
 
         _points = safepoints.SafePoints(torch, names.say)
         os.register_at_fork(after_in_child=_points.after_fork)
@@ -104,7 +105,7 @@ def safe_points():
 
 
 def _new_session(stage_text: str | None = None):
-    from npuprof_launch import process, session
+    from npuprof_launch.inprocess import process, session
 
     return session.open_session(
         os.environ,

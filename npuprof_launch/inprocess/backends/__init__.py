@@ -67,9 +67,9 @@ def select(config, note_warning, note_profiler=None) -> Backend:
     if choice == "auto":
         choice = "npu" if npu_available() else "torch"
     if choice == "npu":
-        from npuprof_launch.backends.npu import NpuBackend
+        from npuprof_launch.inprocess.backends.npu import NpuBackend
 
         return NpuBackend(note_warning, note_profiler)
-    from npuprof_launch.backends.torch import TorchBackend
+    from npuprof_launch.inprocess.backends.torch import TorchBackend
 
     return TorchBackend(note_warning, note_profiler)

@@ -23,9 +23,9 @@ import re
 import sys
 from typing import NamedTuple
 
-from npuprof_launch import files
-from npuprof_launch.backends import Declined
-from npuprof_launch.schedule import Window
+from npuprof_launch.common import files
+from npuprof_launch.common.schedule import Window
+from npuprof_launch.inprocess.backends import Declined
 
 
 class Feature(NamedTuple):

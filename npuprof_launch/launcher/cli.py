@@ -17,8 +17,9 @@ import threading
 import time
 
 import npuprof_launch
-from npuprof_launch import launch, names, options, report, summary
-from npuprof_launch.progress import Progress
+from npuprof_launch.common import names, options
+from npuprof_launch.launcher import launch, report, summary
+from npuprof_launch.launcher.progress import Progress
 
 USAGE_ERROR = 2
 #: How long the launcher waits, after the job, for its windows' aftercare (compression, moves).
@@ -290,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def wait_for_aftercare(output_dir: str, run_id: str) -> None:
     """The windows' compression and moves run after the job's processes ended (aftercare.py)."""
-    from npuprof_launch import aftercare, record
+    from npuprof_launch.common import record
+    from npuprof_launch.inprocess import aftercare
 
     records = [r for r in record.read_dir(output_dir) if r.get("run_id") == run_id]
     what = f"compressing and moving windows home (waiting {AFTERCARE_WAIT_S:.0f} s at most)"
@@ -307,7 +309,7 @@ def wait_for_aftercare(output_dir: str, run_id: str) -> None:
 def write_html(result: dict) -> str | None:
     """The page of the run (htmlreport.py); its failure is one line, never the run's."""
     try:
-        from npuprof_launch import htmlreport
+        from npuprof_launch.launcher import htmlreport
 
         return htmlreport.write(result)
     except Exception as exc:  # noqa: BLE001 - the page is never worth the run's report
@@ -336,7 +338,7 @@ def trigger(directory: str, config: options.Config, timeout: float, align: int |
     Every process that takes it opens its window on the same step: one no process has reached yet
     (from their records), or with ``--align N`` each one's next multiple of N plus one.
     """
-    from npuprof_launch import ondemand, record
+    from npuprof_launch.common import ondemand, record
 
     if not os.path.isdir(names.status_dir(directory)):
         raise UsageError(f"--trigger {directory!r}: no npuprof job writes there (no {names.STATUS_DIR}/ folder)")
@@ -399,8 +401,8 @@ def analyse(directory: str, namespace: argparse.Namespace) -> int:
     For ``--no-analyse`` runs and for jobs killed before their data was parsed. torch_npu's
     ``analyse`` reports failures only as log lines, so the deliverable check afterwards decides.
     """
-    from npuprof_launch import deliverables
-    from npuprof_launch.backends import npu
+    from npuprof_launch.common import deliverables
+    from npuprof_launch.inprocess.backends import npu
 
     if not os.path.isdir(directory):
         raise UsageError(f"--analyse {directory!r}: not a directory")
@@ -433,7 +435,7 @@ def analyse(directory: str, namespace: argparse.Namespace) -> int:
 def _parse_progress(sessions: list[str]):
     """torch_npu parses every session in one call (its own process pool), and says nothing until
     the end: a thread looks at the sessions' deliverables meanwhile and keeps a progress line."""
-    from npuprof_launch import deliverables
+    from npuprof_launch.common import deliverables
 
     pending = [path for path in sessions if not deliverables.looks_parsed(path)]
     progress = Progress("torch_npu parsing", len(pending), "sessions parsed")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from npuprof_launch import files, names
+from npuprof_launch.common import names
 
 LOADED = "loaded"
 IDLE = "idle"
@@ -28,11 +28,17 @@ def log_loaded(environ=os.environ) -> None:
         if not os.path.isdir(os.path.dirname(path)):
             return
         argv0 = (sys.argv[0] if sys.argv else "").replace("\\", "/").replace('"', "'")[-200:]
-        files.append_line(
-            path,
+        line = (
             f'{{"event": "{LOADED}", "pid": {os.getpid()}, "host": "{names.host()}", '
-            f'"run_id": "{environ.get(names.RUN_ID_VAR, "")}", "argv0": "{argv0}"}}',
+            f'"run_id": "{environ.get(names.RUN_ID_VAR, "")}", "argv0": "{argv0}"}}\n'
         )
+        # files.append_bytes's one O_APPEND write, here by hand: this line is written at every
+        # process's start, and importing ``files`` for it would cost more than the write.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o664)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
     except Exception:  # noqa: BLE001 - the log is never worth a failure at start-up
         pass
 
@@ -42,6 +48,8 @@ def log_idle(environ, declared: list[dict], stepped: bool) -> None:
     or whose declared functions made none here, with the reasons."""
     import json
     import multiprocessing
+
+    from npuprof_launch.common import files
 
     if multiprocessing.parent_process() is not None:
         return  # data-loader and compile workers: many, and never meant to step
@@ -63,5 +71,7 @@ def log_idle(environ, declared: list[dict], stepped: bool) -> None:
 
 def read(output_dir: str, run_id: str | None = None) -> list[dict]:
     """The log's lines (of one run, if given)."""
+    from npuprof_launch.common import files
+
     lines = files.read_json_lines(names.process_log(output_dir))
     return [line for line in lines if not run_id or line.get("run_id") == run_id]

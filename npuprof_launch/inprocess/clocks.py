@@ -38,8 +38,8 @@ import threading
 import time
 import weakref
 
-from npuprof_launch import importwatch
-from npuprof_launch.iterations import Iterations
+from npuprof_launch.inprocess import importwatch
+from npuprof_launch.inprocess.iterations import Iterations
 
 EXACT, LEAN, DETACHED = "exact", "lean", "detached"
 

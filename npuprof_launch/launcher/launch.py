@@ -18,7 +18,7 @@ import subprocess
 import time
 
 import npuprof_launch
-from npuprof_launch import files, names, options
+from npuprof_launch.common import files, names, options
 
 HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(npuprof_launch.__file__)), "sitecustomize_pkg")
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)

@@ -31,9 +31,10 @@ import sys
 import threading
 import time
 
-from npuprof_launch import coexist, files, names, options, record, steptimes
-from npuprof_launch.record import State
-from npuprof_launch.schedule import Schedule, Window, aligned_start, on_demand_window
+from npuprof_launch.common import files, names, options, record, steptimes
+from npuprof_launch.common.record import State
+from npuprof_launch.common.schedule import Schedule, Window, aligned_start, on_demand_window
+from npuprof_launch.inprocess import coexist
 
 #: Seconds between two writes of the record (and of the step times) while the job steps.
 CHECKPOINT_S = 5.0
@@ -155,7 +156,7 @@ class Session:
         self.warnings.append(f"this process re-executed itself after step {steps}: counting went on from there")
 
     def start_watching_requests(self, since_ns: int) -> None:
-        from npuprof_launch import ondemand
+        from npuprof_launch.common import ondemand
 
         self._watcher = ondemand.RequestWatcher(self.output_dir, self.rank, since_ns, self.note_warning)
 
@@ -284,7 +285,7 @@ class Session:
     # -- a window's profiler ----------------------------------------------------------------
 
     def _open_window(self, window: Window) -> bool:
-        from npuprof_launch import backends
+        from npuprof_launch.inprocess import backends
 
         first = self.steps + 1
         if first > window.first:
@@ -441,7 +442,7 @@ class Session:
         """Summarize, compress and move the window off the training path (aftercare.py): a
         detached process at the lowest priority, started here, waited for at the end; returns
         its result file (relative to the output directory) and its pid."""
-        from npuprof_launch import aftercare
+        from npuprof_launch.inprocess import aftercare
 
         if not paths or not getattr(self.backend, "aftercare", False):
             return None
@@ -474,7 +475,7 @@ class Session:
 
     def _note_aftercare_ended(self) -> None:
         """At a checkpoint and at the end: the windows whose aftercare has ended now record the
-        last step it ran beside (jobview.ToolSteps: those steps' times are not the job's)."""
+        last step it ran beside (stepstats.ToolSteps: those steps' times are not the job's)."""
         for process, result in self._aftercare:
             care = result.get("aftercare_steps")
             if care and care[1] is None and process.poll() is not None:
@@ -665,15 +666,15 @@ class Session:
             self._note_error_once(f"could not write the step times {self._times_path}: {exc}")
 
     def _sum_up_step_times(self) -> None:
-        """At the end: this process's own step statistics (jobview.rank_stats), so the report of a
+        """At the end: this process's own step statistics (stepstats.rank_stats), so the report of a
         thousand ranks reads a few numbers each instead of sorting every step time of the run."""
         if not self._times_written:
             return
-        from npuprof_launch import jobview
+        from npuprof_launch.common import stepstats
 
         try:
-            profiled = jobview.ToolSteps(self.results, self.steps, self.config.warmup)
-            self.step_stats = jobview.rank_stats(steptimes.read(self._times_path), profiled)
+            profiled = stepstats.ToolSteps(self.results, self.steps, self.config.warmup)
+            self.step_stats = stepstats.rank_stats(steptimes.read(self._times_path), profiled)
         except Exception:  # noqa: BLE001 - the report computes them itself then
             self.step_stats = None
 
@@ -787,7 +788,8 @@ def open_session(environ, *, lifecycle, points, say, armed_ns: int, stage_text: 
     A bad value, an unusable output directory or a rank outside ``--ranks`` gives a session that
     is off: it says why (once, and in its record where it can) and counts nothing.
     """
-    from npuprof_launch import process, stages
+    from npuprof_launch.common import stages
+    from npuprof_launch.inprocess import process
 
     config, problems = options.resolve({}, environ)
     stage = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import array
 import sys
 
-from npuprof_launch import files
+from npuprof_launch.common import files
 
 
 def append(path: str, durations) -> int:

@@ -19,8 +19,9 @@ import tempfile
 import time
 import warnings
 
-from npuprof_launch import coexist, files, names, options
-from npuprof_launch.backends import Declined
+from npuprof_launch.common import files, names, options
+from npuprof_launch.inprocess import coexist
+from npuprof_launch.inprocess.backends import Declined
 
 #: torch.profiler's warning when a schedule starts its second cycle, and on torch <= 2.11 (seen on
 #: 2.11, fixed upstream in pytorch#180387) even on the first: the job would read about a profiler
@@ -139,7 +140,7 @@ def npu_activity(profiler_module, environ=None):
     torch_npu = sys.modules.get("torch_npu")
     if torch_npu is None:
         return None, "the job has not imported torch_npu (it records NPU kernels for torch.profiler)"
-    from npuprof_launch.backends import npu, npu_available
+    from npuprof_launch.inprocess.backends import npu, npu_available
 
     version = npu.installed_version(torch_npu)
     if not _has_mspti_profiler(torch_npu, version):
@@ -174,7 +175,7 @@ MSPTI_LIBRARY = "libmspti.so"
 
 def _has_mspti_profiler(torch_npu, version: str) -> bool:
     """The installed package's own word (the header its wheels ship), else the version table."""
-    from npuprof_launch.backends import npu
+    from npuprof_launch.inprocess.backends import npu
 
     init = getattr(torch_npu, "__file__", None)
     package = os.path.dirname(os.path.abspath(init)) if init else None

@@ -16,19 +16,11 @@ from __future__ import annotations
 
 import os
 import shlex
-from bisect import bisect_right
 
-from npuprof_launch import options, stages, steptimes
+from npuprof_launch.common import options, stages, stepstats, steptimes
 
-#: A step this many times its rank's median (and SPIKE_MIN_S longer) is a spike. Not a spike: the
-#: first WARMUP_STEPS timed steps (allocator, caches, compilation), and the steps the tool's own
-#: work ran in (``ToolSteps``).
-SPIKE_RATIO = 3.0
 #: The options a suggested run sets itself; every other option the run was given is kept.
 SUGGESTION_SETS = ("skip-first", "wait", "warmup", "active", "repeat", "ranks", "total-steps", "on-demand")
-WARMUP_STEPS = 3
-SPIKE_MIN_S = 0.005
-SPIKES_PER_RANK = 10
 SPIKES_SHOWN = 5
 #: A rank whose median step time exceeds the others' median by this much stands out...
 SLOW_RANK_RATIO = 1.10
@@ -67,132 +59,17 @@ def who(ranks) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compact_ranks(ranks)}"
 
 
-def _quantile(ordered, q: float) -> float:
-    """The q-quantile of an ascending sequence (nearest rank)."""
-    index = min(len(ordered) - 1, max(0, int(round(q * (len(ordered) - 1)))))
-    return float(ordered[index])
-
-
-def rank_stats(durations, profiled: ToolSteps | None = None) -> dict | None:
-    """Median, p90, max and the spikes of one process's step durations (steps 2, 3, ...);
-    ``profiled``: the steps the tool's own work ran in (``ToolSteps``), never spikes of the job."""
-    if not durations:
-        return None
-    profiled = profiled if profiled is not None else ToolSteps()
-    ordered = _job_steps_sorted(durations, profiled)
-    median = _quantile(ordered, 0.5)
-    threshold = max(median * SPIKE_RATIO, median + SPIKE_MIN_S)
-    above = len(ordered) - bisect_right(ordered, threshold)
-    spikes = []
-    if above:
-        # The few largest values are found by C-level searches, not by a Python loop over the run.
-        start_by_value: dict[float, int] = {}
-        for value in reversed(ordered[-min(above, SPIKES_PER_RANK + WARMUP_STEPS) :]):
-            index = durations.index(value, start_by_value.get(value, 0))
-            start_by_value[value] = index + 1
-            step = index + 2
-            if step <= 1 + WARMUP_STEPS or step in profiled or len(spikes) >= SPIKES_PER_RANK:
-                continue
-            spike = {"step": step, "step_s": float(value), "vs_median": float(value) / median if median else 0}
-            if profiled.beside_aftercare(step):
-                spike["beside_aftercare"] = True
-            spikes.append(spike)
-    return {
-        "count": len(ordered),
-        "median_s": median,
-        "p90_s": _quantile(ordered, 0.9),
-        "max_s": float(ordered[-1]),
-        "max_step": _step_of(durations, ordered[-1], profiled),
-        "spikes": spikes,
-    }
-
-
-def _job_steps_sorted(durations, profiled: ToolSteps) -> list:
-    """The durations of the job's own steps, ascending, so that the median, p90 and slowest step
-    describe the job; a run that was all the tool's is described whole."""
-    return sorted(profiled.job_durations(durations) or durations)
-
-
-def _step_of(durations, value, profiled: ToolSteps) -> int:
-    """The first step of the job's own (not the tool's) that took ``value``."""
-    index = durations.index(value)
-    while index + 2 in profiled:
-        try:
-            index = durations.index(value, index + 1)
-        except ValueError:
-            break
-    return index + 2
-
-
-def _merged(spans) -> list[list[int]]:
-    merged: list[list[int]] = []
-    for first, last in sorted(spans):
-        if merged and first <= merged[-1][1] + 1:
-            merged[-1][1] = max(merged[-1][1], last)
-        else:
-            merged.append([first, last])
-    return merged
-
-
-class ToolSteps:
-    """Where the tool's own work is in a process's step times, kept as a few ranges of steps.
-
-    *Profiled* steps hold the tool's work, and are never spikes of the job (tried: a default run
-    named the step before its window, 36x the median, as the job's worst and asked for it to be
-    profiled): around each window, from the step before its first traced one (the watch of the
-    job's ranges begins there, with a one-time TorchScript compile of tens of ms) to the one after
-    its last (the stop and the export). Steps *beside the aftercare* ran while a window's aftercare
-    process compressed and summarized it (``aftercare_steps``, through the process's last step
-    while it still runs): it takes CPU the job could have had (on 2 busy cores, tens of ms over the
-    next steps), so a spike there is told with that fact; it stays a spike, since the job's own
-    (a sleep, a slow rank) fall there too and cannot be told apart from the step times.
-    """
-
-    def __init__(self, windows=(), steps: int = 0, warmup: int = 0) -> None:
-        edges, beside = [], []
-        for window in windows or ():
-            last = window.get("last_step") or window["first_step"]
-            edges.append((window["first_step"] - warmup - 1, last + 1))
-            care = window.get("aftercare_steps")
-            if care:
-                beside.append((care[0], care[1] if care[1] is not None else steps))
-        self._spans = _merged(edges)
-        self._firsts = [first for first, _ in self._spans]
-        self._beside = _merged(beside)
-        self._beside_firsts = [first for first, _ in self._beside]
-
-    def __contains__(self, step: int) -> bool:
-        return _within(self._firsts, self._spans, step)
-
-    def beside_aftercare(self, step: int) -> bool:
-        return _within(self._beside_firsts, self._beside, step)
-
-    def job_durations(self, durations) -> list:
-        """``durations`` (of steps 2, 3, ...) without the profiled steps, by slices: no Python loop over the run."""
-        kept, start = [], 0
-        for first, last in self._spans:
-            kept.extend(durations[start : max(start, first - 2)])
-            start = max(start, last - 1)
-        kept.extend(durations[start:])
-        return kept
-
-
-def _within(firsts: list[int], spans: list[list[int]], step: int) -> bool:
-    index = bisect_right(firsts, step) - 1
-    return index >= 0 and step <= spans[index][1]
-
-
 def load(process: dict, output_dir: str, warmup: int = 0) -> dict | None:
     """The stats of one report row's step-times file (None when it has none)."""
     path = process.get("step_times")
     if not path:
         return None
     durations = steptimes.read(os.path.join(output_dir, path))
-    return rank_stats(durations, ToolSteps(process.get("windows"), len(durations) + 1, warmup))
+    return stepstats.rank_stats(durations, stepstats.ToolSteps(process.get("windows"), len(durations) + 1, warmup))
 
 
 def summarize(processes: list[dict], command: list[str] | None = None, given: dict | None = None) -> dict:
-    """The ``job`` object of the report. Each process row carries ``step_stats`` (rank_stats) and,
+    """The ``job`` object of the report. Each process row carries ``step_stats`` (stepstats.rank_stats) and,
     when its window's traces were read, ``collective_s`` and ``window_s``."""
     ranks = {p["rank"] for p in processes if p.get("rank") is not None}
     timed = [p for p in processes if p.get("step_stats")]
@@ -212,8 +89,8 @@ def summarize(processes: list[dict], command: list[str] | None = None, given: di
     }
     if medians:
         job["step_time_s"] = {
-            "median": _quantile(medians, 0.5),
-            "p90": _quantile(medians, 0.9),
+            "median": stepstats.quantile(medians, 0.5),
+            "p90": stepstats.quantile(medians, 0.9),
             "max": max(p["step_stats"]["max_s"] for p in timed),
         }
     for group in _groups(processes):
@@ -250,11 +127,11 @@ def _slow_by_step_times(group: list[dict]) -> list[dict]:
     for process in timed:
         others = sorted(p["step_stats"]["median_s"] for p in timed if p is not process)
         own = process["step_stats"]["median_s"]
-        typical = _quantile(others, 0.5)
+        typical = stepstats.quantile(others, 0.5)
         if typical <= 0 or own <= typical * SLOW_RANK_RATIO:
             continue
         if len(others) >= 2:
-            mad = _quantile(sorted(abs(value - typical) for value in others), 0.5)
+            mad = stepstats.quantile(sorted(abs(value - typical) for value in others), 0.5)
             if own - typical <= SLOW_RANK_MADS * max(mad, typical * 0.01):
                 continue
         found.append(
@@ -279,8 +156,8 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
     found = []
     for process in measured:
         others = [p for p in measured if p is not process]
-        typical = _quantile(sorted(p["collective_s"] for p in others), 0.5)
-        share = _quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
+        typical = stepstats.quantile(sorted(p["collective_s"] for p in others), 0.5)
+        share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
         own = process["collective_s"]
         if share < COLLECTIVE_SHARE or own >= typical * COLLECTIVE_RATIO:
             continue

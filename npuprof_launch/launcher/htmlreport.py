@@ -62,7 +62,8 @@ import struct
 import sys
 import urllib.parse
 
-from npuprof_launch import jobview, names, steptimes
+from npuprof_launch.common import names, stepstats, steptimes
+from npuprof_launch.launcher import jobview
 
 FILE_NAME = "npuprof_report.html"
 #: The most step columns drawn; a longer run is downsampled (the max of each bucket).
@@ -793,8 +794,8 @@ def _spikes(job: dict) -> str:
     head = '<section id="spikes"><h2>Spikes</h2>'
     if not spikes:
         return (
-            f"{head}<p>No step took {jobview.SPIKE_RATIO:g}x its rank's median or more (the first "
-            f"{jobview.WARMUP_STEPS} timed steps and the profiled steps do not count).</p></section>\n"
+            f"{head}<p>No step took {stepstats.SPIKE_RATIO:g}x its rank's median or more (the first "
+            f"{stepstats.WARMUP_STEPS} timed steps and the profiled steps do not count).</p></section>\n"
         )
     rows = []
     ranks_total = job.get("ranks") or 0
@@ -814,7 +815,8 @@ def _spikes(job: dict) -> str:
         f'{head}<table class="grid narrow"><thead><tr><th class="num">step</th><th>where</th>'
         '<th class="num">slowest (ms)</th><th class="num">vs the rank\'s median</th></tr></thead>'
         f'<tbody>{"".join(rows)}</tbody></table><p class="caption">A spike: a step '
-        f"{jobview.SPIKE_RATIO:g}x its rank's median or more (and {jobview.SPIKE_MIN_S * 1e3:g} ms longer); the worst "
+        f"{stepstats.SPIKE_RATIO:g}x its rank's median or more "
+        f"(and {stepstats.SPIKE_MIN_S * 1e3:g} ms longer); the worst "
         f"{jobview.SPIKES_SHOWN} are shown. In lockstep one rank's stall spreads to all.</p></section>\n"
     )
 

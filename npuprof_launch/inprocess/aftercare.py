@@ -1,6 +1,6 @@
 """A window's aftercare, off the training path: summarize it, compress it, move it home.
 
-The session starts one such process per saved window (``python -m npuprof_launch.aftercare``),
+The session starts one such process per saved window (``python -m npuprof_launch.inprocess.aftercare``),
 detached, at the lowest CPU priority, without the hook, and goes on with the job at once:
 
 1. an NPU session directory written with ``--async-mode`` is first waited for until torch_npu's
@@ -29,7 +29,7 @@ import signal
 import sys
 import time
 
-from npuprof_launch import deliverables, files, names
+from npuprof_launch.common import deliverables, files, names
 
 #: How long to wait for torch_npu's parse to finish (async mode) before moving what is there.
 PARSE_WAIT_S = 600.0
@@ -107,7 +107,17 @@ def command(*, traces: list[str], result: str, kind: str, gzip_traces: bool, sta
     comes after them)."""
     nice = shutil.which("nice")
     args = [nice, "-n", "19"] if nice else []
-    args += [sys.executable, "-m", "npuprof_launch.aftercare", "--result", result, "--kind", kind, "--home", home]
+    args += [
+        sys.executable,
+        "-m",
+        "npuprof_launch.inprocess.aftercare",
+        "--result",
+        result,
+        "--kind",
+        kind,
+        "--home",
+        home,
+    ]
     if gzip_traces:
         args.append("--gzip")
     if stage:
@@ -121,7 +131,7 @@ def _on_sigterm(signum, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="npuprof_launch.aftercare")
+    parser = argparse.ArgumentParser(prog="npuprof_launch.inprocess.aftercare")
     parser.add_argument("--result", required=True)
     parser.add_argument("--kind", choices=["torch", "npu"], required=True)
     parser.add_argument("--home", required=True, help="the output directory")

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 
-from npuprof_launch import names
+from npuprof_launch.common import names
 
 STEP_PREFIX = "ProfilerStep#"
 

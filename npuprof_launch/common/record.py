@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import os
 
-from npuprof_launch import files, names
+from npuprof_launch.common import files, names
 
 
 class State(str, enum.Enum):
@@ -71,7 +71,7 @@ FIELDS: dict[str, object] = {
     "declined": None,
     #: The whole-run step times file, relative to the output directory (None when off).
     "step_times": None,
-    #: jobview.rank_stats of the whole run, written at the process's end (None before, or when killed).
+    #: stepstats.rank_stats of the whole run, written at the process's end (None before, or when killed).
     "step_stats": None,
     #: How many errors and warnings the profiler itself logged ({"error": n, "warning": n}).
     "profiler_messages": {},

@@ -5,11 +5,18 @@ Python process of a job, most of which never import torch. This finder sits firs
 ``sys.meta_path``, answers only for the watched names, and lets the real finder do the work.
 A callback that raises is reported and never makes the import fail (a failing wrapt
 post-import hook makes ``import torch`` itself fail).
+
+The registry is under a lock, as wrapt's is: the job may import on several threads at once (a
+data-loading thread, a thread that imports torch), and a watch is added while another thread's
+import looks up the same name. The lock is ``_thread``'s (a built-in, so nothing is imported at
+start-up) and is held only while the registry changes: never while other finders are asked or a
+callback runs, either of which may import.
 """
 
 from __future__ import annotations
 
 import sys
+from _thread import allocate_lock
 
 
 def _report(name: str, exc: BaseException) -> None:
@@ -56,27 +63,37 @@ class PostImportFinder:
     def __init__(self) -> None:
         self._watched: dict[str, list] = {}
         self._busy: set[str] = set()
+        self._lock = allocate_lock()
 
     def watch(self, name: str, callback) -> None:
         """Call ``callback(module)`` once ``name`` is imported (now, if it already is)."""
-        module = sys.modules.get(name)
-        if module is not None and getattr(getattr(module, "__spec__", None), "_initializing", False) is False:
+        with self._lock:
+            module = sys.modules.get(name)
+            loaded = module is not None and getattr(getattr(module, "__spec__", None), "_initializing", False) is False
+            if not loaded:
+                self._watched.setdefault(name, []).append(callback)
+        if loaded:
             run_callbacks(name, module, [callback])
-            return
-        self._watched.setdefault(name, []).append(callback)
 
     def find_spec(self, fullname: str, path=None, target=None):
-        callbacks = self._watched.get(fullname)
-        if callbacks is None or fullname in self._busy:
-            return None
-        self._busy.add(fullname)
+        with self._lock:
+            if fullname not in self._watched or fullname in self._busy:
+                return None
+            self._busy.add(fullname)
+        # The others are asked outside the lock: a finder of theirs may wait for an import lock that
+        # another thread holds while it asks us. importlib imports one name on one thread at a time,
+        # so ``_busy`` only ever sees this thread asking again, through the finders it asks.
         try:
             spec = self._find_with_others(fullname, path, target)
         finally:
-            self._busy.discard(fullname)
+            with self._lock:
+                self._busy.discard(fullname)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        del self._watched[fullname]
+        with self._lock:
+            callbacks = self._watched.pop(fullname, None)
+        if callbacks is None:
+            return spec
         spec.loader = _Loader(spec.loader, callbacks)
         return spec
 

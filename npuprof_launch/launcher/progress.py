@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Callable, TextIO
 
-from npuprof_launch import names
+from npuprof_launch.common import names
 
 #: Work that ends sooner shows nothing.
 SHOW_AFTER_S = 2.0

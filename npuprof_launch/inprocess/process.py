@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 
-from npuprof_launch import names, record
+from npuprof_launch.common import names, record
 
 #: The type of the object torch's Python tracer passes to ``PyEval_SetProfile`` (with_stack).
 TORCH_PYTHON_TRACER = "TraceContext"

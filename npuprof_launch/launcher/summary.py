@@ -7,7 +7,8 @@ rank, the next command to run, and how to open what was written.
 
 from __future__ import annotations
 
-from npuprof_launch import jobview, names
+from npuprof_launch.common import names
+from npuprof_launch.launcher import jobview
 
 #: Rows shown before "... and N more".
 ROWS_SHOWN = 8

@@ -13,7 +13,7 @@ import json
 import os
 import time
 
-from npuprof_launch import files, names, record
+from npuprof_launch.common import files, names, record
 
 POLL_INTERVAL = 0.25
 REQUEST_SUFFIX = ".request.json"

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 
-from npuprof_launch import deliverables, jobview, launch, names, options, processlog
-from npuprof_launch.progress import Progress
-from npuprof_launch.record import ENDED_EXEC, alive_here, read_dir
-from npuprof_launch.schedule import Schedule
+from npuprof_launch.common import deliverables, names, options, processlog
+from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
+from npuprof_launch.common.schedule import Schedule
+from npuprof_launch.launcher import jobview, launch
+from npuprof_launch.launcher.progress import Progress
 
 TOP_OPERATORS = 5
 #: Up to this much trace on disk every trace is read again (deep); past it the windows' own

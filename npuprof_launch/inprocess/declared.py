@@ -33,7 +33,8 @@ from __future__ import annotations
 import os
 import sys
 
-from npuprof_launch import importwatch, names
+from npuprof_launch.common import names
+from npuprof_launch.inprocess import importwatch
 
 NEVER_IMPORTED = "never imported"
 NEVER_CALLED = "never called"
@@ -42,7 +43,7 @@ _MISSING = object()
 
 def wanted(environ) -> list[Declared]:
     """The functions this job declares (a malformed value is left to the options check)."""
-    from npuprof_launch import stages
+    from npuprof_launch.common import stages
 
     if (environ.get(names.SCENARIO_VAR) or "").strip().lower() == "rl":
         found = []
