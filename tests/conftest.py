@@ -113,6 +113,26 @@ def assert_ok(result: subprocess.CompletedProcess) -> None:
     assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
 
 
+UNIT_DIR = os.path.join(ROOT, "tests", "unit")
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto`` (pyproject's addopts): half as many workers again as cores, at least two.
+
+    Most of a test's time is a job in a subprocess that waits (for torch's import to be read from
+    disk, a window's export, a poll, a rank's peer): one worker per core left the CPU idle half
+    the time (1,600 s of CPU in 1,660 s of wall on 2 cores, run serially)."""
+    return max(2, (os.cpu_count() or 1) * 3 // 2)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """``tests/unit`` is the fast tier (``pytest -m fast``): in-process tests of the pure parts, no
+    subprocess, no torch, under a minute in all; the inner loop of a change runs it first."""
+    for item in items:
+        if str(item.path).startswith(UNIT_DIR + os.sep):
+            item.add_marker(pytest.mark.fast)
+
+
 @pytest.fixture
 def out(tmp_path) -> str:
     return str(tmp_path / "out")

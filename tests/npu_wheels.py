@@ -11,6 +11,7 @@ sources checked in under ``tests/npu_sources`` (``SOURCE_DIRS``; see the README 
 from __future__ import annotations
 
 import ast
+import fcntl
 import glob
 import os
 import platform
@@ -93,6 +94,17 @@ def wheel(version: str) -> str:
     if found:
         return found[0]
     os.makedirs(folder, exist_ok=True)
+    # Parallel test workers ask for the same wheel at once: one downloads, the others wait for it
+    # (a wheel half-copied into the folder would look found to a glob).
+    with open(os.path.join(folder, f".torch_npu-{version}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _download(folder, version)
+
+
+def _download(folder: str, version: str) -> str:
+    found = glob.glob(os.path.join(folder, f"torch_npu-{version}-*.whl"))
+    if found:
+        return found[0]
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet"]
     command += ["--python-version", WHEEL_PYTHON, "--implementation", "cp", "--dest", folder]
     for tag in _platforms():

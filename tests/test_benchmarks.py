@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
 from conftest import ROOT, clean_env, python
 
 #: The line of each figure, in the order the benchmark prints them.
@@ -45,18 +46,48 @@ FIGURES = (
 )
 
 
-def test_quick_benchmark_prints_every_figure(tmp_path):
+#: The figures each quick run measures (4 comes with 2, 7 with 6), one run per group so that a
+#: parallel suite spreads them over its workers; every figure is in one group.
+GROUPS = {"1": "1", "2": "2,4", "3": "3", "5": "5", "6": "6,7", "8": "8", "9": "9"}
+
+
+@pytest.mark.parametrize("only", sorted(GROUPS.values()))
+def test_quick_benchmark_prints_every_figure(tmp_path, only):
     result = python(
-        [os.path.join(ROOT, "benchmarks", "run.py"), "--quick"], cwd=str(tmp_path), env=clean_env(), timeout=900
+        [os.path.join(ROOT, "benchmarks", "run.py"), "--quick", "--only", only],
+        cwd=str(tmp_path),
+        env=clean_env(),
+        timeout=900,
     )
     assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     lines = result.stdout.splitlines()
+    wanted = set(only.split(","))
     position = 0
-    for pattern in FIGURES:
+    for figure, pattern in figure_patterns():
+        if figure is not None and figure not in wanted:
+            assert not any(re.match(pattern, line) for line in lines), f"{pattern!r} measured without being asked for"
+            continue
         found = [i for i, line in enumerate(lines) if re.match(pattern, line)]
         assert found, f"no line matches {pattern!r} in:\n{result.stdout}"
         assert found[0] >= position, f"{pattern!r} is out of order in:\n{result.stdout}"
         position = found[0]
+
+
+def figure_patterns():
+    """Each pattern with the figure it belongs to ("6" for 6a, 6b and their indented lines; None: every run)."""
+    figure = None
+    for pattern in FIGURES:
+        number = re.match(r"(\d+)", pattern)
+        if number:
+            figure = number.group(1)
+        elif not pattern.startswith(" "):
+            figure = None
+        yield figure, pattern
+
+
+def test_the_groups_cover_every_figure():
+    figures = {figure for figure, _ in figure_patterns() if figure is not None}
+    assert figures == {figure for group in GROUPS.values() for figure in group.split(",")}
 
 
 def test_against_times_the_step_clock_of_each_checkout(tmp_path):

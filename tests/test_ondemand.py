@@ -193,11 +193,13 @@ def test_a_trigger_to_ranks_of_different_speeds_records_the_same_steps_on_each(o
     """The trigger picks a step no rank has reached (from their records): both windows cover it."""
     driver = tmp_path / "driver.py"
     driver.write_text(
-        "import os, subprocess, sys\n"
+        "import os, signal, subprocess, sys\n"
         f"train = {script('train_loop.py')!r}\n"
         "children = [subprocess.Popen([sys.executable, train, '--steps', '3000', '--sleep', sleep],\n"
         "                              env={**os.environ, 'RANK': str(rank)})\n"
         "            for rank, sleep in ((0, '0.01'), (1, '0.02'))]\n"
+        "# As torchrun does: a SIGTERM ends the workers too, which would otherwise hold the pipes open.\n"
+        "signal.signal(signal.SIGTERM, lambda *_: [child.terminate() for child in children])\n"
         "sys.exit(max(child.wait() for child in children))\n"
     )
     launcher = subprocess.Popen(

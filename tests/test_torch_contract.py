@@ -588,7 +588,9 @@ def _cut(chain: str) -> str:
 
 
 def package_files() -> list[str]:
-    return sorted(glob.glob(os.path.join(PACKAGE, "*.py")) + glob.glob(os.path.join(PACKAGE, "backends", "*.py")))
+    """Every module of the package, in every wing (sitecustomize.py touches no torch API)."""
+    found = glob.glob(os.path.join(PACKAGE, "**", "*.py"), recursive=True)
+    return sorted(path for path in found if os.sep + "sitecustomize_pkg" + os.sep not in path)
 
 
 def scan(source: str, file: str) -> list[Use]:

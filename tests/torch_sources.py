@@ -367,12 +367,14 @@ def fetch(version: str) -> str:
         for name, data in pool.map(one, missing):
             path = os.path.join(folder, name)
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path + ".part", "wb") as stream:
+            part = f"{path}.{os.getpid()}.part"  # parallel test workers may fetch the same file at once
+            with open(part, "wb") as stream:
                 stream.write(data)
-            os.replace(path + ".part", path)
-    with open(listing_path + ".part", "w", encoding="utf-8") as stream:  # last: it marks the folder complete
+            os.replace(part, path)
+    part = f"{listing_path}.{os.getpid()}.part"
+    with open(part, "w", encoding="utf-8") as stream:  # last: it marks the folder complete
         stream.write("\n".join(names) + "\n")
-    os.replace(listing_path + ".part", listing_path)
+    os.replace(part, listing_path)
     with open(os.path.join(folder, ".wheel"), "w", encoding="utf-8") as stream:
         stream.write(remote.url + "\n")
     return folder
