@@ -113,6 +113,7 @@ def stragglers(tmp_path_factory) -> dict:
     return report.build(out)
 
 
+@pytest.mark.xdist_group("html_report")
 def test_real_run_writes_one_self_contained_page(stragglers):
     path = htmlreport.write(stragglers)
     out = stragglers["output_dir"]
@@ -135,6 +136,7 @@ def test_real_run_writes_one_self_contained_page(stragglers):
         assert html.escape(finding) in text
 
 
+@pytest.mark.xdist_group("html_report")
 @needs_chromium
 def test_real_run_renders_in_chromium_with_the_slow_rank_marked(stragglers, tmp_path):
     slow = [s["rank"] for s in stragglers["job"]["slow_ranks"]]
@@ -279,6 +281,7 @@ def thousand_ranks(tmp_path_factory) -> dict:
     }
 
 
+@pytest.mark.xdist_group("html_report")
 def test_1024_ranks_by_100000_steps_stay_under_4_mb(thousand_ranks):
     text = htmlreport.render(thousand_ranks)
     size = len(text.encode("utf-8"))
@@ -296,6 +299,7 @@ def test_1024_ranks_by_100000_steps_stay_under_4_mb(thousand_ranks):
     assert text.count("<tr") >= 1024, "a table row per process"
 
 
+@pytest.mark.xdist_group("html_report")
 @needs_chromium
 def test_1024_ranks_draw_every_cell_in_chromium(thousand_ranks, tmp_path):
     page = htmlreport.write(thousand_ranks)

@@ -43,6 +43,7 @@ def straggler_run(request, tmp_path_factory):
     return mode, out, result
 
 
+@pytest.mark.xdist_group("job_summary")
 def test_the_summary_names_the_slow_rank_and_the_spike(straggler_run):
     mode, out, result = straggler_run
     code, report = check_json(out)
@@ -65,6 +66,7 @@ def test_the_summary_names_the_slow_rank_and_the_spike(straggler_run):
         assert process["step_times"] and os.path.isfile(os.path.join(out, process["step_times"]))
 
 
+@pytest.mark.xdist_group("job_summary")
 def test_the_suggested_command_records_the_spike(straggler_run, tmp_path):
     mode, out, result = straggler_run
     if mode != "lockstep":
@@ -81,6 +83,7 @@ def test_the_suggested_command_records_the_spike(straggler_run, tmp_path):
         assert record["windows"][0]["first_step"] == 7 and record["windows"][0]["complete"]
 
 
+@pytest.mark.xdist_group("job_summary")
 def test_the_processes_come_in_rank_order(straggler_run):
     _, out, _ = straggler_run
     _, report = check_json(out)

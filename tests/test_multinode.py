@@ -97,6 +97,7 @@ def tail(tmp_path, name: str) -> str:
     return (tmp_path / f"node{name}.log").read_text()[-3000:]
 
 
+@pytest.mark.xdist_group("multinode")
 def test_both_hosts_and_all_ranks_land_in_one_directory(nodes, tmp_path):
     out = str(tmp_path / "shared")
     launcher = ["--skip-first", "2", "--active", "2", "--output-dir", out]
@@ -113,6 +114,7 @@ def test_both_hosts_and_all_ranks_land_in_one_directory(nodes, tmp_path):
     ]  # fmt: skip
 
 
+@pytest.mark.xdist_group("multinode")
 def test_an_on_demand_trigger_reaches_both_nodes_on_the_same_steps(nodes, tmp_path):
     out = str(tmp_path / "shared")
     launcher = ["--on-demand", "--output-dir", out]

@@ -75,6 +75,7 @@ def torchrun_rank1(tmp_path_factory):
     return out, result
 
 
+@pytest.mark.xdist_group("multiprocess")
 def test_torchrun_each_rank_profiles_itself_and_the_agent_never(torchrun_all, bare_torchrun):
     out, result = torchrun_all
     assert rank_lines(result.stdout) == rank_lines(bare_torchrun.stdout), "results must be bit-identical per rank"
@@ -94,6 +95,7 @@ def test_torchrun_each_rank_profiles_itself_and_the_agent_never(torchrun_all, ba
     assert "2 processes profiled" in result.stderr
 
 
+@pytest.mark.xdist_group("multiprocess")
 def test_torchrun_ranks_filter_leaves_other_ranks_without_a_profiler(torchrun_rank1, bare_torchrun):
     out, result = torchrun_rank1
     assert rank_lines(result.stdout) == rank_lines(bare_torchrun.stdout)
@@ -108,6 +110,7 @@ def test_torchrun_ranks_filter_leaves_other_ranks_without_a_profiler(torchrun_ra
     assert [p["rank"] for p in report["processes"]] == [1]
 
 
+@pytest.mark.xdist_group("multiprocess")
 def test_env_only_script_profiles_exactly_as_the_prefix(torchrun_rank1, tmp_path):
     """The README's one line, pasted before the torchrun line of an existing launch script."""
     prefix_out, prefix = torchrun_rank1
@@ -161,6 +164,7 @@ def bare_loader():
     return result
 
 
+@pytest.mark.xdist_group("multiprocess")
 @pytest.mark.parametrize(
     ("method", "extra"),
     [("fork", ["--new-loader-at", "3"]), ("spawn", []), ("forkserver", [])],

@@ -33,6 +33,7 @@ def profiler_calls(record: str) -> list[str]:
     return [c["call"] for c in calls(record) if c["call"] in ("start", "step", "stop")]
 
 
+@pytest.mark.xdist_group("npu_backend")
 def test_the_issue_command(out, record, bare_stdout):
     """--backend npu --level level1 --export-type db --aic-metrics PipeUtilization --with-stack
     --record-shapes --skip-first 1 --active 2: one profile, 2 steps, one window, stopped, same results."""
@@ -124,6 +125,7 @@ def test_options_also_come_from_the_environment(out, record):
     assert only(record, "tensorboard_trace_handler")["kwargs"]["analyse_flag"] is False
 
 
+@pytest.mark.xdist_group("npu_backend")
 def test_an_older_torch_npu_gets_one_warning_per_missing_option(out, record, bare_stdout):
     flags = ["--backend", "npu", "--level", "level1", "--aic-metrics", "MemoryAccess", "--export-type", "text,db"]
     flags += ["--async-mode", "--host-sys", "cpu", "--sys-io", "--mstx"]
@@ -147,6 +149,7 @@ def test_an_older_torch_npu_gets_one_warning_per_missing_option(out, record, bar
     assert status["windows_completed"] == 1 and status["backend"] == "npu"
 
 
+@pytest.mark.xdist_group("npu_backend")
 @pytest.mark.parametrize(
     ("job", "npu_present", "backend"),
     [(TRAIN_ON_NPU, True, "npu"), (TRAIN_ON_NPU, False, "torch"), (TRAIN, True, "torch")],
@@ -166,6 +169,7 @@ def test_backend_auto(out, record, bare_stdout, job, npu_present, backend):
         assert calls(record) == [], "auto must not import torch_npu into a job that does not use it"
 
 
+@pytest.mark.xdist_group("npu_backend")
 @pytest.mark.parametrize(
     ("variable", "value"),
     [

@@ -105,6 +105,7 @@ def hooked_env(**variables: str) -> dict[str, str]:
     return clean_env(NPU_PROF_ENABLE="1", PYTHONPATH=launch.HOOK_DIR, **variables)
 
 
+@pytest.mark.xdist_group("robustness")
 def test_env_only_bad_value_warns_and_runs_unprofiled(tmp_path, bare_stdout):
     out = tmp_path / "o"
     result = python(job()[1:], env=hooked_env(NPU_PROF_ACTIVE="abc", NPU_PROF_OUTPUT_DIR=str(out)))
@@ -115,6 +116,7 @@ def test_env_only_bad_value_warns_and_runs_unprofiled(tmp_path, bare_stdout):
     assert torch_traces(str(out)) == []
 
 
+@pytest.mark.xdist_group("robustness")
 def test_env_only_unwritable_output_dir_warns_and_runs_unprofiled(tmp_path, bare_stdout):
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -128,6 +130,7 @@ def test_env_only_unwritable_output_dir_warns_and_runs_unprofiled(tmp_path, bare
 # -- 3. faults at run time ------------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("robustness")
 @pytest.mark.parametrize("method", ["start", "step", "stop", "export_chrome_trace"])
 def test_profiler_fault_is_reported_and_the_job_goes_on(out, bare_stdout, method):
     result = npuprof(["--skip-first", "2", "--active", "3", "--output-dir", out, "--", *job("--fault", method)])
@@ -141,6 +144,7 @@ def test_profiler_fault_is_reported_and_the_job_goes_on(out, bare_stdout, method
     assert f"profile.{method}" in result.stderr.split("npuprof: problems:")[-1], "the report names the failure"
 
 
+@pytest.mark.xdist_group("robustness")
 def test_output_dir_replaced_by_a_file_during_the_run(out, bare_stdout):
     result = npuprof(["--skip-first", "4", "--active", "2", "--output-dir", out, "--", *job("--break-output-at", "2")])
     assert_ok(result)
@@ -148,6 +152,7 @@ def test_output_dir_replaced_by_a_file_during_the_run(out, bare_stdout):
     assert "npuprof:" in result.stderr and "Not a directory" in result.stderr
 
 
+@pytest.mark.xdist_group("robustness")
 def test_output_dir_removed_during_the_run_is_recreated(out, bare_stdout):
     result = npuprof(["--skip-first", "4", "--active", "2", "--output-dir", out, "--", *job("--remove-output-at", "2")])
     assert_ok(result)
@@ -155,6 +160,7 @@ def test_output_dir_removed_during_the_run_is_recreated(out, bare_stdout):
     assert step_counts(out) == [2]
 
 
+@pytest.mark.xdist_group("robustness")
 def test_full_disk_while_exporting(out, bare_stdout):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
@@ -191,6 +197,7 @@ def small_filesystem(tmp_path):
     subprocess.run(["umount", str(target)])
 
 
+@pytest.mark.xdist_group("robustness")
 def test_a_disk_the_job_filled_is_told_as_the_cause_not_its_effects(small_filesystem, bare_stdout):
     """The job's own files fill the output's filesystem before its first step: no record, no trace
     can be written, and the report says the disk is full instead of "none imported torch"."""
@@ -404,6 +411,7 @@ def test_nested_launcher_still_one_profiler(out):
     assert result.stderr.count("1 process profiled") == 2, "both launchers report the same run"
 
 
+@pytest.mark.xdist_group("robustness")
 def test_hook_loaded_twice_still_one_profiler(out, bare_stdout):
     code = (
         "import runpy, sys; import npuprof_launch.inprocess.hook as b; b.install(); "
