@@ -1,7 +1,7 @@
 """What npuprof-launch costs a job, measured against the same job without it: ``python benchmarks/run.py``.
 
 The hook runs in every Python process of a job and the step clock on every iteration of runs
-that last days, so each figure (issue #9) is a paired comparison made in this one run: the arms
+that last days, so each figure is a paired comparison made in this one run: the arms
 are started in alternating order, round after round, and the figure is the median of the pairs'
 differences, never an absolute time measured alone. On a shared machine wall time mostly
 measures the neighbours, so CPU time is shown beside it, and:
@@ -14,7 +14,7 @@ measures the neighbours, so CPU time is shown beside it, and:
 
 Byte-code caches are written as users have them (PYTHONDONTWRITEBYTECODE unset, one warm-up run).
 
-Figures 6 to 9 (issues 15 and 16) measure what a window's end and the whole-run step times cost:
+Figures 6 to 9 measure what a window's end and the whole-run step times cost:
 
 6. the job's stall at a window's end (the wall time between the end of the window's last step and
    the start of the next, less a step), npuprof-run against the same window hand-written with
@@ -148,7 +148,7 @@ def verdict(value: float, limit: float, unit: str) -> str:
 
 
 class Bench:
-    """The figures of issue #9, in the order it lists them; each prints its own lines."""
+    """The figures, in the order the README's Overhead table lists them; each prints its own lines."""
 
     def __init__(self, quick: bool, workdir: str, device: str = "cpu") -> None:
         self.quick = quick

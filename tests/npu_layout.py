@@ -1,6 +1,6 @@
 """Small torch_npu session directories, built from the documented output layout.
 
-reference/torch_npu_profiler.md section 3: ``{worker}_{pid}_{timestamp}_ascend_pt/`` with
+torch_npu's documented layout: ``{worker}_{pid}_{timestamp}_ascend_pt/`` with
 ``profiler_info_{rank}.json`` (written at stop), raw ``FRAMEWORK/`` and ``PROF_*/`` data, and after
 parsing ``ASCEND_PROFILER_OUTPUT/`` with ``trace_view.json`` (a JSON array of Chrome events,
 timestamps as strings), ``kernel_details.csv``, ``op_statistic.csv`` (columns as torch_npu and

@@ -1,8 +1,8 @@
 """The overhead benchmark (benchmarks/run.py) must keep running: CI runs its quick mode.
 
 No timing is asserted here: a shared CI machine cannot judge milliseconds. The test only holds
-the benchmark to printing every figure of issue #9 and those added with issues 15 and 16 (a
-window's end, trace bytes, whole-run step times, --check of a thousand ranks), so that a change
+the benchmark to printing every figure (start-up, the step clock, the whole run, memory, --check,
+a window's end, trace bytes, whole-run step times, --check of a thousand ranks), so that a change
 to the hook, the launcher or the report that breaks a measurement shows up at once instead of
 on the next release. Figure 6b may say "skipped: <reason>" where no slow filesystem can be
 mounted (no /dev/fuse, not root).

@@ -36,7 +36,7 @@ import urllib.error
 import urllib.request
 import zlib
 
-#: The releases npuprof supports, oldest first (issue 17: 2.1, 2.4, 2.6, 2.9, 2.13 and 2.14).
+#: The releases npuprof supports, oldest first (2.1, 2.4, 2.6, 2.9, 2.13 and 2.14).
 RELEASES = ("2.1.0", "2.4.0", "2.6.0", "2.9.0", "2.13.0", "2.14.1")
 INDEX = "https://pypi.org/simple/torch/"
 #: CPython 3.11 Linux wheels; aarch64 first: the same Python sources in a smaller (CPU) build.

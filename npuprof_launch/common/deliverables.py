@@ -18,7 +18,8 @@ from npuprof_launch.common import names
 
 STEP_PREFIX = "ProfilerStep#"
 
-# The Ascend layout (reference/torch_npu_profiler.md section 3): names and columns as torch_npu writes them.
+# The Ascend layout: names and columns as torch_npu writes them (its profiler/analysis/prof_common_func sources;
+# tests/npu_layout.py builds session directories in this layout).
 PROFILER_INFO_PREFIX = "profiler_info"
 ASCEND_OUTPUT = "ASCEND_PROFILER_OUTPUT"
 #: torch_npu writes it into ASCEND_PROFILER_OUTPUT/ when a parse ends (2.7.1.post11, 2.8.0.post5,

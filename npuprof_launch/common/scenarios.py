@@ -1,6 +1,6 @@
 """The three scenarios, each with its step clock, its way of controlling collection and its defaults.
 
-The field's rule (shared/seed): once a job is called training, inference or reinforcement
+The field's rule for adapting the profiler by hand: once a job is called training, inference or reinforcement
 learning, every default and the way collection is controlled come from that scenario's reference
 implementation, and are never mixed with another's. This table is the one place that says what
 each scenario means; ``options.resolve`` reads its defaults (a flag or variable still wins), the
@@ -24,7 +24,7 @@ class Scenario(NamedTuple):
     control: str
     #: Option name -> value (parsed form, as options.Option.parse returns it) over the table's defaults.
     defaults: dict
-    #: The reference implementation the defaults come from (reference/torch_npu_profiler.md section 4).
+    #: The public implementation the defaults come from (MindSpeed-LLM, vLLM-Ascend, verl), named in the README.
     reference: str
 
 

@@ -1,7 +1,7 @@
 """From the records, the process log, the launcher's account and the files to a verdict.
 
 The same facts feed the launcher's end-of-run summary (summary.py) and ``npuprof-run --check DIR
---json`` (DESIGN.md section 4). ``passed`` is true only when every process meant to profile
+--json`` (the README's 'The job's answer' gives its fields). ``passed`` is true only when every process meant to profile
 completed its windows and each of its deliverables exists and parses.
 
 When the chain breaks, the report gives the reason of what broke first, and no advice that does
@@ -486,8 +486,8 @@ def _check_traces(
     return problems, collective_us, window_us
 
 
-#: What a window's trace may weigh before a viewer cannot open it (reference/field-2026.md; Perfetto's
-#: docs/visualization/large-traces.md: about 2 GB of memory in the browser, JSON costing several times
+#: What a window's trace may weigh before a viewer cannot open it (Perfetto's documentation on large
+#: traces: about 2 GB of memory in the browser, JSON costing several times
 #: its size; catapult's chrome://tracing: a 256 MB string; MindStudio Insight: 10 GB a JSON file).
 VIEWER_LIMITS = (
     (10 * 2**30, "MindStudio Insight (10 GB a JSON file)"),

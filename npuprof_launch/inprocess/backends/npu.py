@@ -50,8 +50,8 @@ class Feature(NamedTuple):
 _BACKPORTED_2_5_1 = ("2.1.0.post17", "2.3.1.post6", "2.4.0.post4", "2.5.1")
 _BACKPORTED_2_6_0 = ("2.1.0.post17", "2.5.1.post1", "2.6.0")
 
-#: The one table of per-version facts, read from the wheels of 20 releases (2.1.0.post8 to 2.14.0;
-#: reference/torch_npu_profiler.md section 1.6). The contract tests re-read the sources of
+#: The one table of per-version facts, read from the wheels of 20 releases (2.1.0.post8 to 2.14.0).
+#: The contract tests (tests/test_npu_contract.py) re-read the sources of
 #: several releases and require this table to agree with them exactly.
 FEATURES: tuple[Feature, ...] = (
     Feature("async_mode", _BACKPORTED_2_5_1, "param", "tensorboard_trace_handler", "async_mode"),
