@@ -8,7 +8,9 @@ post-import hook makes ``import torch`` itself fail).
 
 The registry is under a lock, as wrapt's is: the job may import on several threads at once (a
 data-loading thread, a thread that imports torch), and a watch is added while another thread's
-import looks up the same name. The lock is ``_thread``'s (a built-in, so nothing is imported at
+import looks up the same name. A watch added while the module's import is under way
+on another thread joins that import's callbacks (it would otherwise wait for an import that has
+already begun, forever). The lock is ``_thread``'s (a built-in, so nothing is imported at
 start-up) and is held only while the registry changes: never while other finders are asked or a
 callback runs, either of which may import.
 """
@@ -29,9 +31,10 @@ def _report(name: str, exc: BaseException) -> None:
 class _Loader:
     """Delegates to the real loader and calls the callbacks once the module has executed."""
 
-    def __init__(self, loader, callbacks: list) -> None:
+    def __init__(self, loader, finder: PostImportFinder, name: str) -> None:
         self._loader = loader
-        self._callbacks = callbacks
+        self._finder = finder
+        self._name = name
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
@@ -45,8 +48,12 @@ class _Loader:
         spec = getattr(module, "__spec__", None)
         if spec is not None:
             spec.loader = self._loader
-        self._loader.exec_module(module)
-        run_callbacks(module.__name__, module, self._callbacks)
+        try:
+            self._loader.exec_module(module)
+        except BaseException:
+            self._finder._failed(self._name)
+            raise
+        run_callbacks(module.__name__, module, self._finder._executed(self._name))
 
 
 def run_callbacks(name: str, module: object, callbacks: list) -> None:
@@ -62,18 +69,38 @@ class PostImportFinder:
 
     def __init__(self) -> None:
         self._watched: dict[str, list] = {}
+        #: Watched modules whose import (through us) is under way: a watch added now joins them.
+        self._loading: dict[str, list] = {}
+        #: Watched modules that have executed, though importlib may not have marked them done yet.
+        self._done: set[str] = set()
         self._busy: set[str] = set()
         self._lock = allocate_lock()
 
     def watch(self, name: str, callback) -> None:
         """Call ``callback(module)`` once ``name`` is imported (now, if it already is)."""
         with self._lock:
+            loading = self._loading.get(name)
+            if loading is not None:
+                loading.append(callback)
+                return
             module = sys.modules.get(name)
-            loaded = module is not None and getattr(getattr(module, "__spec__", None), "_initializing", False) is False
+            initializing = getattr(getattr(module, "__spec__", None), "_initializing", False)
+            loaded = module is not None and (name in self._done or initializing is False)
             if not loaded:
                 self._watched.setdefault(name, []).append(callback)
         if loaded:
             run_callbacks(name, module, [callback])
+
+    def _executed(self, name: str) -> list:
+        """The module has executed: the callbacks to call, those added during its import included."""
+        with self._lock:
+            self._done.add(name)
+            return self._loading.pop(name, [])
+
+    def _failed(self, name: str) -> None:
+        """The import raised: its watches wait for the next attempt, as they waited for this one."""
+        with self._lock:
+            self._watched.setdefault(name, []).extend(self._loading.pop(name, []))
 
     def find_spec(self, fullname: str, path=None, target=None):
         with self._lock:
@@ -92,9 +119,10 @@ class PostImportFinder:
             return spec
         with self._lock:
             callbacks = self._watched.pop(fullname, None)
-        if callbacks is None:
-            return spec
-        spec.loader = _Loader(spec.loader, callbacks)
+            if callbacks is None:
+                return spec
+            self._loading[fullname] = callbacks
+        spec.loader = _Loader(spec.loader, self, fullname)
         return spec
 
     def _find_with_others(self, fullname: str, path, target):

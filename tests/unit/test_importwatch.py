@@ -60,3 +60,26 @@ def test_a_callback_that_raises_never_fails_the_import(tmp_path, monkeypatch, ca
     assert __import__(name).VALUE == 1
     assert "npuprof: post-import hook for" in capsys.readouterr().err
     sys.modules.pop(name, None)
+
+
+def test_a_failed_import_keeps_its_watches_for_the_next_attempt(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    finder = importwatch.PostImportFinder()
+    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+    (name,) = _module_dir(tmp_path, 1)
+    source = tmp_path / f"{name}.py"
+    source.write_text("raise ImportError('not yet')\n")
+    seen = []
+    finder.watch(name, seen.append)
+    try:
+        __import__(name)
+    except ImportError:
+        pass
+    assert seen == []
+    source.write_text("VALUE = 2\n")
+    import importlib
+
+    importlib.invalidate_caches()
+    assert __import__(name).VALUE == 2
+    assert [module.__name__ for module in seen] == [name]
+    sys.modules.pop(name, None)
