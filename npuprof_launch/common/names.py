@@ -25,6 +25,13 @@ def env_name(option: str) -> str:
     return ENV_PREFIX + option.upper().replace("-", "_")
 
 
+#: The options that are the schedule's five numbers (torch.profiler.schedule's, in its order). Their
+#: defaults and bounds are the options table's; stages, on-demand requests and suggested runs take
+#: their keys from here.
+SCHEDULE_KEYS = ("skip-first", "wait", "warmup", "active", "repeat")
+#: The schedule numbers an on-demand request may carry (it starts where it lands: no skip, one window).
+REQUEST_KEYS = ("active", "warmup", "wait")
+
 #: The variables the hook reads before it resolves any option (they decide what to watch).
 TARGET_VAR = env_name("target")
 STAGE_VAR = env_name("stage")

@@ -13,12 +13,12 @@ import json
 import os
 import time
 
-from npuprof_launch.common import files, names, record
+from npuprof_launch.common import files, names, options, record
 
 POLL_INTERVAL = 0.25
 REQUEST_SUFFIX = ".request.json"
 #: The schedule fields a request may carry, with their lower bounds.
-REQUEST_FIELDS = {"active": 1, "warmup": 0, "wait": 0}
+REQUEST_FIELDS = {key: options.BY_NAME[key].minimum for key in names.REQUEST_KEYS}
 #: Seconds of a process's steps between where it is estimated to be (its last written count, plus
 #: its step time times the record's age) and the step its window starts on: time for the request
 #: to reach it (it looks four times a second) before it gets there.

@@ -75,6 +75,11 @@ class Option:
         return "--" + self.name
 
     @property
+    def minimum(self) -> int | None:
+        """The least value a whole-number option takes (None for any other kind)."""
+        return MINIMUMS.get(self.kind)
+
+    @property
     def attr(self) -> str:
         return self.name.replace("-", "_")
 
@@ -99,6 +104,17 @@ class Option:
                 return stages.SEPARATOR.join(value)
             return ",".join(str(v) for v in value)
         return str(value)
+
+
+#: The least value of each kind of whole number (its parser's bound).
+MINIMUMS = {"count": 0, "positive": 1}
+
+
+def schedule_of(values: dict) -> Schedule:
+    """The schedule of a record's options (option name -> value), the table's default where one is
+    missing: an older record, or one written before every option existed."""
+    given = {key: values.get(key, BY_NAME[key].default) for key in names.SCHEDULE_KEYS}
+    return Schedule(**{key.replace("-", "_"): value for key, value in given.items()})
 
 
 def _int_at_least(minimum: int):
@@ -196,8 +212,8 @@ def _parse_text(option: Option, raw: str) -> str:
 
 
 _PARSERS = {
-    "count": _int_at_least(0),
-    "positive": _int_at_least(1),
+    "count": _int_at_least(MINIMUMS["count"]),
+    "positive": _int_at_least(MINIMUMS["positive"]),
     "bool": _parse_bool,
     "choice": _parse_choice,
     "choices": _parse_choice_list,

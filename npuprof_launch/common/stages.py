@@ -16,9 +16,11 @@ process start, before any option is resolved.
 
 from __future__ import annotations
 
+from npuprof_launch.common import names
+
 SEPARATOR = ";"
 #: The options a stage may set for itself, as ``,KEY=VALUE``.
-KEYS = ("skip-first", "wait", "warmup", "active", "repeat", "range")
+KEYS = (*names.SCHEDULE_KEYS, "range")
 #: Names that would collide with the folders every output directory already has.
 RESERVED = ("npuprof_status", "npuprof_requests")
 

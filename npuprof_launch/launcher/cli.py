@@ -44,7 +44,7 @@ class UsageError(Exception):
 #: The options each mode uses; any other option given with it is refused, never ignored.
 MODE_OPTIONS = {
     "--check": (),
-    "--trigger": ("active", "warmup", "wait", "ranks"),
+    "--trigger": (*names.REQUEST_KEYS, "ranks"),
     "--analyse DIR": ("export-type",),
 }
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import os
 import shlex
 
-from npuprof_launch.common import options, stages, stepstats, steptimes
+from npuprof_launch.common import names, options, stages, stepstats, steptimes
 
 #: The options a suggested run sets itself; every other option the run was given is kept.
-SUGGESTION_SETS = ("skip-first", "wait", "warmup", "active", "repeat", "ranks", "total-steps", "on-demand")
+SUGGESTION_SETS = (*names.SCHEDULE_KEYS, "ranks", "total-steps", "on-demand")
 SPIKES_SHOWN = 5
 #: A rank whose median step time exceeds the others' median by this much stands out...
 SLOW_RANK_RATIO = 1.10

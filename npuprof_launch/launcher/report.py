@@ -18,7 +18,6 @@ import os
 
 from npuprof_launch.common import deliverables, names, options, processlog
 from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
-from npuprof_launch.common.schedule import Schedule
 from npuprof_launch.launcher import jobview, launch
 from npuprof_launch.launcher.progress import Progress
 
@@ -298,14 +297,7 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
 
 def _ran_short(record: dict, done: str, steps) -> str:
     """The job ended normally and really ran short of steps: the schedule's numbers, and the fix."""
-    opts = record.get("options") or {}
-    formula = Schedule(
-        skip_first=opts.get("skip-first", 0),
-        wait=opts.get("wait", 0),
-        warmup=opts.get("warmup", 0),
-        active=opts.get("active", 1),
-        repeat=opts.get("repeat", 1),
-    ).formula()
+    formula = options.schedule_of(record.get("options") or {}).formula()
     ran = _plural(steps, "step") if isinstance(steps, int) else f"{steps} steps"
     return (
         f"{done} windows completed: the job ran {ran}, the schedule needs {formula}; "

@@ -58,3 +58,24 @@ def test_steps_due_counts_each_boundary_inside_the_window():
 )
 def test_aligned_start_rounds_up_to_the_same_step_everywhere(next_step, align, start):
     assert aligned_start(next_step, align) == start
+
+
+def test_a_records_schedule_takes_the_options_tables_defaults_for_what_it_lacks():
+    from npuprof_launch.common import options
+
+    assert options.schedule_of({}).length() == sum(
+        options.BY_NAME[key].default for key in ("skip-first", "wait", "warmup", "active")
+    )
+    assert options.schedule_of({"skip-first": 4, "active": 2, "repeat": 3}).formula().endswith("= 10")
+
+
+def test_every_list_of_schedule_keys_is_the_one_in_names():
+    from npuprof_launch.common import names, ondemand, options, stages
+    from npuprof_launch.launcher import cli, jobview
+
+    assert stages.KEYS[: len(names.SCHEDULE_KEYS)] == names.SCHEDULE_KEYS
+    assert jobview.SUGGESTION_SETS[: len(names.SCHEDULE_KEYS)] == names.SCHEDULE_KEYS
+    assert tuple(ondemand.REQUEST_FIELDS) == names.REQUEST_KEYS
+    assert ondemand.REQUEST_FIELDS == {key: options.BY_NAME[key].minimum for key in names.REQUEST_KEYS}
+    assert cli.MODE_OPTIONS["--trigger"][:-1] == names.REQUEST_KEYS
+    assert all(key in options.BY_NAME for key in names.SCHEDULE_KEYS)
