@@ -18,7 +18,7 @@ import os
 
 from npuprof_launch.common import deliverables, names, options, processlog
 from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
-from npuprof_launch.launcher import jobview, launch
+from npuprof_launch.launcher import jobview, launch, windowfiles
 from npuprof_launch.launcher.progress import Progress
 
 TOP_OPERATORS = 5
@@ -182,8 +182,8 @@ def _trace_bytes(output_dir: str, records: list[dict]) -> int:
     total = 0
     for record in records:
         for rel in record.get("traces") or ():
-            path, _ = locate(output_dir, rel)
-            total += _bytes(path) if path else 0
+            path, _ = windowfiles.locate(output_dir, rel)
+            total += windowfiles.tree_bytes(path) if path else 0
     return total
 
 
@@ -393,23 +393,6 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}es" if noun.endswith("process") else f"{count} {noun}s"
 
 
-def locate(output_dir: str, rel: str, staged: list[str] | None = None) -> tuple[str | None, str | None]:
-    """Where a recorded trace is now: at home as recorded, or still plain (its compression did not
-    finish), or still in the stage directory (its move did not); and a note when it is not home."""
-    path = os.path.join(output_dir, rel)
-    if os.path.exists(path):
-        return path, None
-    if path.endswith(".gz") and os.path.exists(path[:-3]):
-        return path[:-3], None
-    for candidate in staged or ():
-        plain = candidate[:-3] if candidate.endswith(".gz") else candidate
-        if os.path.basename(plain) == os.path.basename(path[:-3] if path.endswith(".gz") else path):
-            for found in (candidate, plain, candidate + ".gz"):
-                if os.path.exists(found):
-                    return found, f"left in the stage directory: {found} (its move did not finish)"
-    return None, None
-
-
 def _check_traces(
     record: dict, output_dir: str, process: dict, self_times: dict, deep: bool
 ) -> tuple[list[str], float, float]:
@@ -426,20 +409,20 @@ def _check_traces(
     if loose:  # a record from before windows were recorded, or traces listed by hand
         windows.append({"traces": loose})
     for window in windows:
-        care = _aftercare_result(output_dir, window)
+        care = windowfiles.aftercare_result(output_dir, window)
         if care and care.get("errors"):
             problems.extend(f"{_label(record)}: {error}" for error in care["errors"])
         size = sum((care or {}).get("bytes", {}).values()) if care else 0
         plain = sum((care or {}).get("plain_bytes", {}).values()) if care else 0
         for rel in window.get("traces") or []:
-            path, note = locate(output_dir, rel, window.get("staged"))
+            path, note = windowfiles.locate(output_dir, rel, window.get("staged"))
             if path is None:
                 problems.append(f"{_label(record)}: {rel}: missing")
                 continue
             if note:
                 problems.append(f"{_label(record)}: {note}")
             if not care:
-                size += _bytes(path)
+                size += windowfiles.tree_bytes(path)
             if backend == "npu":
                 problems.extend(deliverables.check_ascend_dir(path, export_type))
                 for name, us in deliverables.npu_operator_totals(path).items():
@@ -447,11 +430,11 @@ def _check_traces(
                 continue
             summary = care.get("summary") if care and care.get("status") == "done" and not deep else None
             if summary is None:
-                path, parsed = _summarize_where_it_is(output_dir, rel, window.get("staged"), path)
+                path, parsed = windowfiles.summarize_where_it_is(output_dir, rel, window.get("staged"), path)
                 if parsed is None:
                     problems.append(f"{_label(record)}: {rel}: missing")
                     continue
-                plain = plain or (_bytes(path) if not path.endswith(".gz") else 0)
+                plain = plain or (windowfiles.tree_bytes(path) if not path.endswith(".gz") else 0)
                 summary = {
                     "steps": len(parsed.step_names),
                     "collective_us": parsed.collective_us,
@@ -467,7 +450,8 @@ def _check_traces(
                 self_times[name] = self_times.get(name, 0.0) + us
         if window.get("traces"):
             process["window_bytes"].append(size)
-            problems.extend(f"{_label(record)}: {warning}" for warning in _size_warnings(window, size, plain, backend))
+            warnings = windowfiles.size_warnings(window, size, plain, backend)
+            problems.extend(f"{_label(record)}: {warning}" for warning in warnings)
     saved = (record.get("windows_completed") or 0) + (record.get("partial_traces") or 0)
     if backend == "npu" and saved and not record.get("traces"):
         problems.append(
@@ -476,67 +460,6 @@ def _check_traces(
             "(its [ERROR] lines on the job's stderr say why)"
         )
     return problems, collective_us, window_us
-
-
-#: What a window's trace may weigh before a viewer cannot open it (Perfetto's documentation on large
-#: traces: about 2 GB of memory in the browser, JSON costing several times
-#: its size; catapult's chrome://tracing: a 256 MB string; MindStudio Insight: 10 GB a JSON file).
-VIEWER_LIMITS = (
-    (10 * 2**30, "MindStudio Insight (10 GB a JSON file)"),
-    (1 * 2**30, "Perfetto in the browser (a JSON trace over about 1 GB; its trace_processor server takes more)"),
-    (256 * 2**20, "chrome://tracing (256 MB)"),
-)
-SMALLER = "fewer --active steps, --ranks, a lower --level, no --with-stack or --record-shapes"
-
-
-def _size_warnings(window: dict, size: int, plain: int, backend: str | None) -> list[str]:
-    """A window too large for the viewers, with the options that make it smaller."""
-    weight = plain or size
-    for limit, viewer in VIEWER_LIMITS:
-        if weight > limit:
-            what = f"window steps {window.get('first_step')}-{window.get('last_step')}"
-            return [
-                f"{what} is {weight / 2**20:.0f} MB of trace, more than {viewer} opens; to make it smaller: {SMALLER}"
-            ]
-    return []
-
-
-def _summarize_where_it_is(output_dir: str, rel: str, staged: list[str] | None, path: str):
-    """A trace read while its aftercare runs (a live --check, an aftercare outliving its job) may be
-    compressed or moved under the reader: read it again where it went. Returns (path, summary),
-    the summary None when the trace is nowhere."""
-    for _ in range(3):
-        parsed = deliverables.summarize_torch_trace(path)
-        if not parsed.problems or os.path.exists(path):
-            return path, parsed
-        path, _note = locate(output_dir, rel, staged)
-        if path is None:
-            break
-    return path, None
-
-
-def _aftercare_result(output_dir: str, window: dict) -> dict | None:
-    path = window.get("aftercare")
-    if not path:
-        return None
-    try:
-        import json
-
-        with open(os.path.join(output_dir, path)) as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _bytes(path: str) -> int:
-    """A file's or a tree's size; a file moved away while it is counted (its aftercare) counts 0."""
-    if os.path.isdir(path):
-        return sum(_bytes(os.path.join(d, f)) for d, _, names_ in os.walk(path) for f in names_)
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]:

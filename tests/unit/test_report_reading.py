@@ -9,7 +9,7 @@ import time
 
 from npuprof_launch.common import deliverables
 from npuprof_launch.inprocess import aftercare
-from npuprof_launch.launcher import report
+from npuprof_launch.launcher import windowfiles
 
 TRACE = {
     "traceEvents": [
@@ -30,7 +30,7 @@ def write_trace(folder) -> str:
 def test_a_trace_compressed_between_finding_it_and_reading_it_is_read_compressed(tmp_path, monkeypatch):
     path = write_trace(tmp_path)
     rel = os.path.basename(path) + ".gz"
-    assert report.locate(str(tmp_path), rel) == (path, None)  # the .gz is not there yet: the plain one
+    assert windowfiles.locate(str(tmp_path), rel) == (path, None)  # the .gz is not there yet: the plain one
     read = deliverables.summarize_torch_trace
     calls = []
 
@@ -43,7 +43,7 @@ def test_a_trace_compressed_between_finding_it_and_reading_it_is_read_compressed
         return read(where)
 
     monkeypatch.setattr(deliverables, "summarize_torch_trace", compressed_first)
-    where, parsed = report._summarize_where_it_is(str(tmp_path), rel, None, path)
+    where, parsed = windowfiles.summarize_where_it_is(str(tmp_path), rel, None, path)
     assert calls == [path, path + ".gz"]
     assert where == path + ".gz" and parsed.step_names == ["ProfilerStep#3", "ProfilerStep#4"]
     assert not parsed.problems
@@ -52,7 +52,7 @@ def test_a_trace_compressed_between_finding_it_and_reading_it_is_read_compressed
 def test_a_trace_gone_from_everywhere_is_missing_not_an_error(tmp_path):
     path = write_trace(tmp_path)
     os.unlink(path)
-    assert report._summarize_where_it_is(str(tmp_path), os.path.basename(path), None, path)[1] is None
+    assert windowfiles.summarize_where_it_is(str(tmp_path), os.path.basename(path), None, path)[1] is None
 
 
 def test_a_killed_process_s_aftercare_is_waited_for_while_it_runs(tmp_path):

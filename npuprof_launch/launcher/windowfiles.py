@@ -1,0 +1,91 @@
+"""A window's files as the report finds them: where each is now, its size, and its aftercare's summary.
+
+A window's aftercare (compression, the move home from --stage-dir, the summary) may still run, or
+have died, when the report reads: a trace is looked for where it will be, where it was, and in
+the stage directory, and read again where it went when it moves under the reader. Its size is
+held against what the trace viewers open.
+"""
+
+from __future__ import annotations
+
+import os
+
+from npuprof_launch.common import deliverables
+
+
+def locate(output_dir: str, rel: str, staged: list[str] | None = None) -> tuple[str | None, str | None]:
+    """Where a recorded trace is now: at home as recorded, or still plain (its compression did not
+    finish), or still in the stage directory (its move did not); and a note when it is not home."""
+    path = os.path.join(output_dir, rel)
+    if os.path.exists(path):
+        return path, None
+    if path.endswith(".gz") and os.path.exists(path[:-3]):
+        return path[:-3], None
+    for candidate in staged or ():
+        plain = candidate[:-3] if candidate.endswith(".gz") else candidate
+        if os.path.basename(plain) == os.path.basename(path[:-3] if path.endswith(".gz") else path):
+            for found in (candidate, plain, candidate + ".gz"):
+                if os.path.exists(found):
+                    return found, f"left in the stage directory: {found} (its move did not finish)"
+    return None, None
+
+
+#: What a window's trace may weigh before a viewer cannot open it (Perfetto's documentation on large
+#: traces: about 2 GB of memory in the browser, JSON costing several times
+#: its size; catapult's chrome://tracing: a 256 MB string; MindStudio Insight: 10 GB a JSON file).
+VIEWER_LIMITS = (
+    (10 * 2**30, "MindStudio Insight (10 GB a JSON file)"),
+    (1 * 2**30, "Perfetto in the browser (a JSON trace over about 1 GB; its trace_processor server takes more)"),
+    (256 * 2**20, "chrome://tracing (256 MB)"),
+)
+SMALLER = "fewer --active steps, --ranks, a lower --level, no --with-stack or --record-shapes"
+
+
+def size_warnings(window: dict, size: int, plain: int, backend: str | None) -> list[str]:
+    """A window too large for the viewers, with the options that make it smaller."""
+    weight = plain or size
+    for limit, viewer in VIEWER_LIMITS:
+        if weight > limit:
+            what = f"window steps {window.get('first_step')}-{window.get('last_step')}"
+            return [
+                f"{what} is {weight / 2**20:.0f} MB of trace, more than {viewer} opens; to make it smaller: {SMALLER}"
+            ]
+    return []
+
+
+def summarize_where_it_is(output_dir: str, rel: str, staged: list[str] | None, path: str):
+    """A trace read while its aftercare runs (a live --check, an aftercare outliving its job) may be
+    compressed or moved under the reader: read it again where it went. Returns (path, summary),
+    the summary None when the trace is nowhere."""
+    for _ in range(3):
+        parsed = deliverables.summarize_torch_trace(path)
+        if not parsed.problems or os.path.exists(path):
+            return path, parsed
+        path, _note = locate(output_dir, rel, staged)
+        if path is None:
+            break
+    return path, None
+
+
+def aftercare_result(output_dir: str, window: dict) -> dict | None:
+    path = window.get("aftercare")
+    if not path:
+        return None
+    try:
+        import json
+
+        with open(os.path.join(output_dir, path)) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def tree_bytes(path: str) -> int:
+    """A file's or a tree's size; a file moved away while it is counted (its aftercare) counts 0."""
+    if os.path.isdir(path):
+        return sum(tree_bytes(os.path.join(d, f)) for d, _, names_ in os.walk(path) for f in names_)
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
