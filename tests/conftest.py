@@ -114,6 +114,16 @@ def assert_ok(result: subprocess.CompletedProcess) -> None:
 
 
 UNIT_DIR = os.path.join(ROOT, "tests", "unit")
+_ONCE: dict = {}
+
+
+def once(key, make):
+    """``make()``, made once per test process for ``key``: one real run shared by the tests that
+    assert on it. A parametrized module fixture is set up again each time the order of the tests
+    (xdist's, not the file's) comes back to a parameter: a 4-rank torchrun job ran 4 times for 2."""
+    if key not in _ONCE:
+        _ONCE[key] = make()
+    return _ONCE[key]
 
 
 def pytest_xdist_auto_num_workers(config) -> int:

@@ -12,7 +12,7 @@ import shlex
 import sys
 
 import pytest
-from conftest import ROOT, assert_ok, check_json, clean_env, npuprof, python, status_records, windows
+from conftest import ROOT, assert_ok, check_json, clean_env, npuprof, once, python, status_records, windows
 
 JOB = os.path.join(ROOT, "examples", "stragglers.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4"]
@@ -30,9 +30,12 @@ def rank_lines(text: str) -> list[str]:
     return sorted(line for line in text.splitlines() if line.startswith("rank "))
 
 
-@pytest.fixture(scope="module", params=["lockstep", "alone"])
+@pytest.fixture(params=["lockstep", "alone"])
 def straggler_run(request, tmp_path_factory):
-    mode = request.param
+    return once(("straggler_run", request.param), lambda: _straggler_run(request.param, tmp_path_factory))
+
+
+def _straggler_run(mode: str, tmp_path_factory):
     out = str(tmp_path_factory.mktemp(mode) / "out")
     job = [*TORCHRUN, JOB, *(["--alone"] if mode == "alone" else [])]
     bare = python(job[1:], env=env())
