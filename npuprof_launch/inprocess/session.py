@@ -21,20 +21,25 @@ times go to a file beside it.
 
 Every failure of the profiler (build, start, step, stop, export) is caught here: one
 ``npuprof:`` line, one entry in the record, and the job goes on unprofiled.
+
+What decides nothing at a step lives beside the session, a module for each job: opening it from
+the environment (opensession.py), the step times and their file (steptiming.py), the record's
+fields (sessionrecord.py), the windows' aftercare processes (aftercarejobs.py), on-demand requests
+(requesttaking.py), --max-window-mb (memoryguard.py), how the process ended (endreason.py). What
+runs at a step stays here, together: ``step_ended`` down to ``_act``.
 """
 
 from __future__ import annotations
 
-import operator
 import os
-import sys
 import threading
 import time
 
-from npuprof_launch.common import files, names, options, record, steptimes
+from npuprof_launch.common import names, options, record
 from npuprof_launch.common.record import State
-from npuprof_launch.common.schedule import Schedule, Window, aligned_start, on_demand_window
-from npuprof_launch.inprocess import coexist
+from npuprof_launch.common.schedule import Schedule, Window
+from npuprof_launch.inprocess import coexist, endreason, memoryguard, requesttaking, sessionrecord, steptiming
+from npuprof_launch.inprocess.aftercarejobs import AftercareJobs
 
 #: Seconds between two writes of the record (and of the step times) while the job steps.
 CHECKPOINT_S = 5.0
@@ -76,12 +81,13 @@ class Session:
         self._lifecycle = lifecycle
         self._points = points
         self._say = say
-        self._run_id = environ.get(names.RUN_ID_VAR, "")
+        self.run_id = environ.get(names.RUN_ID_VAR, "")
         self._pid = os.getpid()
         self.started_ns = time.time_ns()
         record_name = f"{self.worker}_{stage}" if stage else self.worker
         self._status_path = names.status_path(output_dir, record_name, self.started_ns)
-        self._times_path = names.step_times_path(self._status_path)
+        #: The durations of the steps, appended at each checkpoint (steptiming.py).
+        self.step_times_file = steptiming.StepTimesFile(names.step_times_path(self._status_path), self._note_error_once)
         #: Filled in by the clock that made the session.
         self.clock_name = ""
         self.target: str | None = None
@@ -95,7 +101,6 @@ class Session:
         #: for 24 bytes more a step over the few seconds between checkpoints.
         self.times: list[float] = []
         self._first_time: float | None = None
-        self._times_written = 0
         #: The optimizer clock calls ``step_ended`` only when the count reaches this; below it a
         #: boundary changes nothing but the count and the times, which the clock keeps itself.
         self.call_at = 0
@@ -124,8 +129,9 @@ class Session:
         #: How many errors and warnings the profiler itself logged.
         self.profiler_messages: dict[str, int] = {}
         self._watcher = None
-        #: The aftercare processes of the windows saved so far, and when a window began (memory).
-        self._aftercare: list = []
+        #: The aftercare processes of the windows saved so far (aftercarejobs.py).
+        self._aftercare = AftercareJobs(self._status_path, output_dir, self._stage_root, self.note_warning)
+        #: This process's resident memory when the open window began (--max-window-mb).
         self._window_rss: int | None = None
 
     # -- what the lifecycle and the clocks ask ------------------------------------------------
@@ -137,6 +143,11 @@ class Session:
     @property
     def recording(self) -> bool:
         return self.window is not None
+
+    @property
+    def on_demand(self) -> bool:
+        """Whether windows come from requests (--on-demand) rather than from the schedule."""
+        return self._watcher is not None
 
     def turn_off(self, reason: str, *, write: bool = True) -> None:
         self.state = State.OFF
@@ -160,7 +171,7 @@ class Session:
 
         self._watcher = ondemand.RequestWatcher(self.output_dir, self.rank, since_ns, self.note_warning)
 
-    # -- the clocks' calls --------------------------------------------------------------------
+    # -- the per-step path: a boundary ends, the schedule answers -----------------------------
 
     def step_ended(self, *, inside_range: bool, label=None) -> None:
         """One step ended. ``inside_range``: the clock runs inside a range of torch's (an
@@ -190,44 +201,6 @@ class Session:
             if not coexist.job_profiler_active():
                 self._points.watch(True)  # the window starts after the next step: know the job's ranges in it
         self._plan_next_call()
-
-    def step_began(self, *, label: str, may_start: bool):
-        """A declared function's call begins step ``steps + 1``: a window due now starts here.
-        Returns the open timeline label of the step, or None when it is not recorded."""
-        if self.state == State.OFF:
-            return None
-        if may_start and self._due() and self._points.allowed_now():
-            self._act(may_start=True)
-        if self.window is None or self.steps + 1 < self.window.first:
-            return None
-        return self._points.open_label(f"{label}#{self.steps + 1}")
-
-    def retract(self) -> None:
-        """The clock takes a boundary back (iterations.py, rule 4): one step fewer."""
-        self.steps = max(self.steps - 1, 0)
-        if len(self.times) > 1:
-            self.times.pop()
-        if self.window is not None:
-            self.note_warning(
-                f"a new optimizer joined the others at step {self.steps + 1} inside a window: that window's "
-                "step boundaries before it were one early"
-            )
-
-    def note_warning(self, message: str) -> None:
-        if message not in self.warnings:
-            self.warnings.append(message)
-            self._say(message)
-
-    def note_profiler(self, kind: str, text: str) -> None:
-        """What the profiler itself logged: its errors fail --check, its warnings are told."""
-        counts = self.profiler_messages
-        counts[kind] = counts.get(kind, 0) + 1
-        if kind == "error":
-            self._note_error_once(f"the profiler logged an error: {text}")
-        else:
-            self.note_warning(f"the profiler logged a warning: {text}")
-
-    # -- the schedule ---------------------------------------------------------------------------
 
     def _due(self) -> bool:
         """Whether this boundary asks the profiler for something (the window open, or the next due)."""
@@ -282,6 +255,44 @@ class Session:
             self._points.watch(False)  # no window now or at the next boundary: the job's ranges are not ours to watch
         self._plan_next_call()
 
+    # -- the clocks' other calls --------------------------------------------------------------
+
+    def step_began(self, *, label: str, may_start: bool):
+        """A declared function's call begins step ``steps + 1``: a window due now starts here.
+        Returns the open timeline label of the step, or None when it is not recorded."""
+        if self.state == State.OFF:
+            return None
+        if may_start and self._due() and self._points.allowed_now():
+            self._act(may_start=True)
+        if self.window is None or self.steps + 1 < self.window.first:
+            return None
+        return self._points.open_label(f"{label}#{self.steps + 1}")
+
+    def retract(self) -> None:
+        """The clock takes a boundary back (iterations.py, rule 4): one step fewer."""
+        self.steps = max(self.steps - 1, 0)
+        if len(self.times) > 1:
+            self.times.pop()
+        if self.window is not None:
+            self.note_warning(
+                f"a new optimizer joined the others at step {self.steps + 1} inside a window: that window's "
+                "step boundaries before it were one early"
+            )
+
+    def note_warning(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+            self._say(message)
+
+    def note_profiler(self, kind: str, text: str) -> None:
+        """What the profiler itself logged: its errors fail --check, its warnings are told."""
+        counts = self.profiler_messages
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind == "error":
+            self._note_error_once(f"the profiler logged an error: {text}")
+        else:
+            self.note_warning(f"the profiler logged a warning: {text}")
+
     # -- a window's profiler ----------------------------------------------------------------
 
     def _open_window(self, window: Window) -> bool:
@@ -327,7 +338,7 @@ class Session:
         self.results.append(
             {"first_step": window.first_recorded, "last_step": window.last, "complete": False, "traces": []}
         )
-        self._window_rss = _rss_bytes() if self.config.max_window_mb else None
+        self._window_rss = memoryguard.rss_bytes() if self.config.max_window_mb else None
         coexist.claim(self.profiler, self._yield_to_job_profiler)
         if not self._guard("start", self.profiler.start):
             return False
@@ -338,15 +349,11 @@ class Session:
 
     def _guard_memory(self) -> None:
         """--max-window-mb: the profiler keeps a window's events in memory until it ends; stop the
-        window (its trace saved, marked partial) before that memory grows past the limit."""
-        grown = _rss_bytes() - self._window_rss
-        limit = self.config.max_window_mb
-        if grown > limit * 2**20 and self._thread is threading.current_thread():
+        window (its trace saved, marked partial) before that memory grows past the limit (memoryguard.py)."""
+        reason = memoryguard.past_limit(self._window_rss, self.config.max_window_mb)
+        if reason is not None and self._thread is threading.current_thread():
             with self._points.quiet():
-                self._close_window(
-                    complete=False,
-                    reason=f"--max-window-mb {limit} (the process grew by {grown / 2**20:.0f} MB while it recorded)",
-                )
+                self._close_window(complete=False, reason=reason)
 
     def _late_reason(self) -> str:
         if self.clock_name == "optimizer.step" and self.steps == 0:
@@ -413,7 +420,7 @@ class Session:
         except Exception as exc:  # noqa: BLE001
             self._fail("exporting a trace", exc)
             return
-        home = [self._home_of(path) for path in paths]
+        home = [self._aftercare.home_of(path, self.config.gzip) for path in paths]
         relative = [os.path.relpath(path, self.output_dir) for path in home]
         self.traces.extend(relative)
         if self.results:
@@ -421,7 +428,7 @@ class Session:
             result["traces"].extend(relative)
             if self._stage_root:
                 result["staged"] = list(paths)
-            care = self._start_aftercare(paths, len(self.results))
+            care = self._aftercare.start(paths, len(self.results), result, backend=self.backend, gzip=self.config.gzip)
             if care:
                 result["aftercare"], result["aftercare_pid"] = care
                 result["aftercare_steps"] = [self.steps + 1, None]
@@ -429,67 +436,6 @@ class Session:
             self.windows_completed += 1
         else:
             self.partial_traces += 1
-
-    def _home_of(self, path: str) -> str:
-        """Where a window's file will be once its aftercare is done: home, and compressed."""
-        if self._stage_root:
-            path = os.path.join(self.output_dir, os.path.relpath(path, self._stage_root))
-        if self.config.gzip and path.endswith(names.TORCH_TRACE_SUFFIX):
-            path += ".gz"
-        return path
-
-    def _start_aftercare(self, paths: list[str], window: int) -> tuple[str, int] | None:
-        """Summarize, compress and move the window off the training path (aftercare.py): a
-        detached process at the lowest priority, started here, waited for at the end; returns
-        its result file (relative to the output directory) and its pid."""
-        from npuprof_launch.inprocess import aftercare
-
-        if not paths or not getattr(self.backend, "aftercare", False):
-            return None
-        result = aftercare.result_path(self._status_path, window)
-        gzip_traces = bool(self.config.gzip) and self.backend.name == "torch"
-        try:
-            import subprocess
-
-            process = subprocess.Popen(
-                aftercare.command(
-                    traces=list(paths),
-                    result=result,
-                    kind=self.backend.name,
-                    gzip_traces=gzip_traces,
-                    stage=self._stage_root,
-                    home=self.output_dir,
-                ),
-                env=aftercare.environment(os.environ),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except Exception as exc:  # noqa: BLE001 - the window is saved; only its aftercare is lost
-            self.note_warning(f"the window's aftercare (summary, compression, move) could not start: {exc!r}")
-            return None
-        self._aftercare.append((process, self.results[-1]))
-        return os.path.relpath(result, self.output_dir), process.pid
-
-    def _note_aftercare_ended(self) -> None:
-        """At a checkpoint and at the end: the windows whose aftercare has ended now record the
-        last step it ran beside (stepstats.ToolSteps: those steps' times are not the job's)."""
-        for process, result in self._aftercare:
-            care = result.get("aftercare_steps")
-            if care and care[1] is None and process.poll() is not None:
-                care[1] = self.steps
-
-    def _wait_for_aftercare(self, timeout: float) -> None:
-        """At the end: give the windows' aftercare a bounded time to finish (moves, compression)."""
-        deadline = time.monotonic() + timeout
-        for process, _ in self._aftercare:
-            try:
-                process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except Exception:  # noqa: BLE001 - a slow one goes on alone; the report names what is left
-                pass
-        self._note_aftercare_ended()
 
     # -- failures -------------------------------------------------------------------------------
 
@@ -557,28 +503,15 @@ class Session:
 
     def end(self, how: str) -> None:
         """The process ends (``how``: record.ENDED_*): close the window, write the record a last time."""
-        reasons = {
-            record.ENDED_EXIT: "the end of the process",
-            record.ENDED_FAST: "os._exit",
-            record.ENDED_EXEC: "os.exec",
-            record.ENDED_SIGNAL: "SIGTERM",
-        }
-        reason = reasons.get(how, how)
-        uncaught = _uncaught_exception() if how == record.ENDED_EXIT else None
-        if isinstance(uncaught, KeyboardInterrupt):
-            reason = "SIGINT (KeyboardInterrupt)"
-        elif uncaught is not None:
-            text = str(uncaught).splitlines()[0][:200] if str(uncaught) else ""
-            self.warnings.append(
-                f"the process ended with an uncaught {type(uncaught).__name__}"
-                + (f" ({text})" if text else "")
-                + f" after step {self.steps}"
-            )
+        reason, uncaught = endreason.reason_and_warning(how, self.steps)
+        if uncaught is not None:
+            self.warnings.append(uncaught)
         self.flush(reason)
         self.ended = how
-        self._write_times()
-        self._sum_up_step_times()
-        self._wait_for_aftercare(AFTERCARE_WAIT_S)
+        self.step_times_file.write(self.times, self.config.step_times)
+        if self.step_times_file.written:
+            self.step_stats = self.step_times_file.stats(self.results, self.steps, self.config.warmup)
+        self._aftercare.wait(AFTERCARE_WAIT_S, self.steps)
         self.write_safely()
 
     def resume(self) -> None:
@@ -596,141 +529,41 @@ class Session:
     def _checkpoint(self, now: float) -> None:
         """Every few seconds of steps: poll for requests, write the record and the step times.
         The next checkpoint is a step count, from the measured step time: no step reads a clock."""
-        step_s = self._recent_step_s()
+        step_s = steptiming.recent_step_s(self.times)
         if self.steps >= self._poll_at:
             if self._watcher is not None:
                 self._take_request()
-                self._poll_at = self.steps + _steps_in(self._watcher.interval_s, step_s)
+                self._poll_at = self.steps + steptiming.steps_in(self._watcher.interval_s, step_s)
             else:
                 self._poll_at = float("inf")
         if self.steps >= self._checkpoint_at:
             if self._aftercare:
-                self._note_aftercare_ended()
-            self._write_times()
+                self._aftercare.note_ended(self.steps)
+            self.step_times_file.write(self.times, self.config.step_times)
             self.write_safely()
             # Doubling at first (steps 1, 2, 4, 8, ...): a short run killed without its exit
             # handlers (Ray ends its workers with ray.kill) still leaves a count near the truth.
-            self._checkpoint_at = self.steps + min(self.steps, _steps_in(CHECKPOINT_S, step_s))
-
-    def _recent_step_s(self) -> float | None:
-        times = self.times
-        if len(times) >= 2:
-            window = min(len(times), 64)
-            return (times[-1] - times[-window]) / (window - 1)
-        return None
+            self._checkpoint_at = self.steps + min(self.steps, steptiming.steps_in(CHECKPOINT_S, step_s))
 
     def _take_request(self) -> None:
         """On-demand: a new request for this process opens a window at the next step."""
         noted = len(self.warnings)
-        try:
-            request = self._watcher.poll()
-        except Exception as exc:  # noqa: BLE001 - a broken request folder must not break the job
-            self.note_warning(f"on-demand requests could not be read: {exc!r}")
-            request = None
+        request = requesttaking.poll(self._watcher, self.note_warning)
         if request is None:
             if len(self.warnings) != noted:  # a refused request: say so where --trigger and --check look
                 self.write_safely()
             return
         self.requests.append(request["id"])
-        first = self.steps + 1
-        if request.get("start_step"):
-            if request["start_step"] < first:
-                self.note_warning(
-                    f"on-demand request {request['id']}: its step {request['start_step']} had passed when it came; "
-                    f"the window starts at step {first} here, and the other ranks' windows may cover other steps"
-                )
-            first = max(first, request["start_step"])
-        elif request.get("align"):
-            first = aligned_start(first, request["align"])
-        self._windows.append(
-            on_demand_window(first, wait=request["wait"], warmup=request["warmup"], active=request["active"])
-        )
+        self._windows.append(requesttaking.window_for(request, self.steps + 1, self.note_warning))
         if self.state == State.DONE:
             self.state = State.WAITING
         self.write_safely()
 
-    def _write_times(self) -> None:
-        """Append the durations of the steps timed since the last write (steptimes.py)."""
-        times = self.times
-        if len(times) < 2:
-            return
-        if not self.config.step_times:
-            del times[:-1]  # the last time stays: the next step's duration starts there
-            return
-        durations = map(operator.sub, times[1:], times[:-1])  # over copies, in C loops: no Python one
-        del times[:-1]
-        try:
-            files.make_dirs(os.path.dirname(self._times_path))
-            self._times_written += steptimes.append(self._times_path, durations)
-        except OSError as exc:
-            self._note_error_once(f"could not write the step times {self._times_path}: {exc}")
-
-    def _sum_up_step_times(self) -> None:
-        """At the end: this process's own step statistics (stepstats.rank_stats), so the report of a
-        thousand ranks reads a few numbers each instead of sorting every step time of the run."""
-        if not self._times_written:
-            return
-        from npuprof_launch.common import stepstats
-
-        try:
-            profiled = stepstats.ToolSteps(self.results, self.steps, self.config.warmup)
-            self.step_stats = stepstats.rank_stats(steptimes.read(self._times_path), profiled)
-        except Exception:  # noqa: BLE001 - the report computes them itself then
-            self.step_stats = None
-
     def mean_step_s(self) -> float | None:
-        last = self.times[-1] if self.times else None
-        if self._first_time is None or last is None or self.steps < 2 or last <= self._first_time:
-            return None
-        return (last - self._first_time) / (self.steps - 1)
-
-    def windows_planned(self) -> int:
-        if self.state == State.OFF:
-            return 0
-        if self._watcher is not None:
-            return len(self.requests)
-        return len(self.schedule.windows())
+        return steptiming.mean_step_s(self._first_time, self.times, self.steps)
 
     def to_record(self) -> dict:
-        window_steps = None
-        if self.results:
-            window_steps = [self.results[0]["first_step"], self.results[-1]["last_step"] or self.steps]
-        return {
-            "host": names.host(),
-            "pid": os.getpid(),
-            "rank": self.rank,
-            "rank_source": self.rank_source,
-            "worker": self.worker,
-            "run_id": self._run_id,
-            "argv": list(sys.argv),
-            "state": self.state.value,
-            "clock": self.clock_name,
-            "target": self.target,
-            "stage": self.stage,
-            "range": bool(self.config.range),
-            "on_demand": self._watcher is not None,
-            "requests": list(self.requests),
-            "backend": self.backend.name if self.backend is not None else None,
-            "options": self.config.as_dict(),
-            "steps": self.steps,
-            "mean_step_s": self.mean_step_s(),
-            "window_steps": window_steps,
-            "windows": [dict(result, traces=list(result["traces"])) for result in self.results],
-            "schedule_steps": self.schedule.length(),
-            "windows_planned": self.windows_planned(),
-            "windows_completed": self.windows_completed,
-            "partial_traces": self.partial_traces,
-            "traces": list(self.traces),
-            "warnings": list(self.warnings),
-            "errors": list(self.errors),
-            "declined": self.declined,
-            "step_times": os.path.relpath(self._times_path, self.output_dir) if self._times_written else None,
-            "step_stats": self.step_stats,
-            "profiler_messages": dict(self.profiler_messages),
-            "started_ns": self.started_ns,
-            "updated_ns": time.time_ns(),
-            "ended": self.ended,
-        }
+        return sessionrecord.to_record(self)
 
     def write_safely(self) -> None:
         if os.getpid() != self._pid:
@@ -746,90 +579,11 @@ class Session:
             self._say(message)
 
 
-def _rss_bytes() -> int:
-    """This process's resident memory (Linux /proc; 0 where there is none)."""
-    try:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _uncaught_exception():
-    """At exit: the exception that ended the main program, if one did (the interpreter keeps it)."""
-    return getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
-
-
-def _steps_in(seconds: float, step_s: float | None) -> int:
-    """How many steps take about ``seconds`` (at least one; one while the step time is unknown)."""
-    if not step_s or step_s <= 0:
-        return 1
-    return max(1, int(seconds / step_s))
-
-
-def writable_problem(path: str) -> str | None:
-    """Why ``path`` could not be created or written, or None; creates nothing."""
-    probe = path
-    while not os.path.exists(probe):
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            break
-        probe = parent
-    if not os.path.isdir(probe):
-        return f"{probe} is not a directory"
-    if not os.access(probe, os.W_OK | os.X_OK):
-        return f"{probe} is not writable"
-    return None
-
-
 def open_session(environ, *, lifecycle, points, say, armed_ns: int, stage_text: str | None = None) -> Session:
-    """The session of this process (or of one stage), from the environment.
+    """The session of this process (or of one stage), from the environment: opensession.py,
+    imported here when a clock opens its session (hook.py calls this name)."""
+    from npuprof_launch.inprocess import opensession
 
-    A bad value, an unusable output directory or a rank outside ``--ranks`` gives a session that
-    is off: it says why (once, and in its record where it can) and counts nothing.
-    """
-    from npuprof_launch.common import stages
-    from npuprof_launch.inprocess import process
-
-    config, problems = options.resolve({}, environ)
-    stage = None
-    if stage_text is not None:
-        if not problems:
-            config = config.with_values(options.stage_overrides(stage_text))
-        stage = stages.split(stage_text)[0]
-    rank, rank_source = process.rank(environ)
-    output_dir = names.resolve_output_dir(config.output_dir, environ)
-    session = Session(
-        config=config,
-        output_dir=output_dir,
-        rank=rank,
-        rank_source=rank_source,
-        environ=environ,
-        lifecycle=lifecycle,
-        points=points,
-        say=say,
-        stage=stage,
+    return opensession.open_session(
+        environ, lifecycle=lifecycle, points=points, say=say, armed_ns=armed_ns, stage_text=stage_text
     )
-    if problems:
-        for problem in problems:
-            say(f"{problem}; this process runs unprofiled")
-        session.turn_off("bad options: " + "; ".join(problems), write=False)
-        return session
-    unwritable = writable_problem(output_dir)
-    if unwritable:
-        say(f"{names.OUTPUT_DIR_VAR}={config.output_dir!r}: {unwritable}; this process runs unprofiled")
-        session.turn_off(f"output directory unusable: {unwritable}", write=False)
-        return session
-    lifecycle.add(session)
-    if stage is None:
-        session.go_on_from(lifecycle.steps_before_exec(environ))
-    for warning in options.unknown_variables(environ):
-        session.note_warning(warning)
-    if config.ranks is not None and (rank or 0) not in config.ranks:
-        source = f" (from {rank_source})" if rank_source else ""
-        session.turn_off(f"rank {rank}{source} not in --ranks {options.BY_NAME['ranks'].format(config.ranks)}")
-        return session
-    if config.on_demand:
-        session.start_watching_requests(armed_ns or session.started_ns)
-    session.write_safely()
-    return session

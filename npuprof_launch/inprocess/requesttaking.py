@@ -1,0 +1,37 @@
+"""--on-demand: turning a request for this process into the window it asks for.
+
+A request (written by ``npuprof-run --trigger``, read by ondemand.RequestWatcher) names how many
+steps to wait, warm up and record, and where the window should start: at a given step (so that
+every rank records the same steps), at the next multiple of a number (``align``), or at the next
+step. The session polls at its checkpoints, spaced by the measured step time, and adds the window
+this part makes to its schedule. A request folder that cannot be read is said once and the job
+goes on: nothing here may break it.
+"""
+
+from __future__ import annotations
+
+from npuprof_launch.common.schedule import Window, aligned_start, on_demand_window
+
+
+def poll(watcher, note_warning) -> dict | None:
+    """The next request for this process from ``watcher``, or None (a broken folder is said, not raised)."""
+    try:
+        return watcher.poll()
+    except Exception as exc:  # noqa: BLE001 - a broken request folder must not break the job
+        note_warning(f"on-demand requests could not be read: {exc!r}")
+        return None
+
+
+def window_for(request: dict, first: int, note_warning) -> Window:
+    """The window ``request`` asks for, starting at step ``first`` (the next one) or later. A start
+    step that had passed when the request came is said: the window starts at ``first`` instead."""
+    if request.get("start_step"):
+        if request["start_step"] < first:
+            note_warning(
+                f"on-demand request {request['id']}: its step {request['start_step']} had passed when it came; "
+                f"the window starts at step {first} here, and the other ranks' windows may cover other steps"
+            )
+        first = max(first, request["start_step"])
+    elif request.get("align"):
+        first = aligned_start(first, request["align"])
+    return on_demand_window(first, wait=request["wait"], warmup=request["warmup"], active=request["active"])

@@ -1,0 +1,71 @@
+"""What a session writes as its status record: the dict, built from the session as it stands.
+
+The record (record.py holds its one schema) is what the report, ``--check``, ``--trigger`` and a
+person reading the output directory see of a process, so its fields are built in one place, apart
+from the session's state machine: the session only says when to write it (session.write_safely,
+at its start, every window edge, its checkpoints and its end). Building it reads the session and
+changes nothing, so a record written twice in a row says the same but for ``updated_ns``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from npuprof_launch.common import names
+from npuprof_launch.common.record import State
+
+
+def windows_planned(session) -> int:
+    """How many windows this session means to record: none when it is off, one per request taken
+    when it profiles on demand, else the schedule's."""
+    if session.state == State.OFF:
+        return 0
+    if session.on_demand:
+        return len(session.requests)
+    return len(session.schedule.windows())
+
+
+def to_record(session) -> dict:
+    """The status record of ``session`` (a session.Session), now; copies of its lists, never them."""
+    results = session.results
+    window_steps = None
+    if results:
+        window_steps = [results[0]["first_step"], results[-1]["last_step"] or session.steps]
+    return {
+        "host": names.host(),
+        "pid": os.getpid(),
+        "rank": session.rank,
+        "rank_source": session.rank_source,
+        "worker": session.worker,
+        "run_id": session.run_id,
+        "argv": list(sys.argv),
+        "state": session.state.value,
+        "clock": session.clock_name,
+        "target": session.target,
+        "stage": session.stage,
+        "range": bool(session.config.range),
+        "on_demand": session.on_demand,
+        "requests": list(session.requests),
+        "backend": session.backend.name if session.backend is not None else None,
+        "options": session.config.as_dict(),
+        "steps": session.steps,
+        "mean_step_s": session.mean_step_s(),
+        "window_steps": window_steps,
+        "windows": [dict(result, traces=list(result["traces"])) for result in results],
+        "schedule_steps": session.schedule.length(),
+        "windows_planned": windows_planned(session),
+        "windows_completed": session.windows_completed,
+        "partial_traces": session.partial_traces,
+        "traces": list(session.traces),
+        "warnings": list(session.warnings),
+        "errors": list(session.errors),
+        "declined": session.declined,
+        "step_times": session.step_times_file.relative_to(session.output_dir),
+        "step_stats": session.step_stats,
+        "profiler_messages": dict(session.profiler_messages),
+        "started_ns": session.started_ns,
+        "updated_ns": time.time_ns(),
+        "ended": session.ended,
+    }

@@ -1,0 +1,48 @@
+"""How a process's profiling ended (endreason.py): what cut its window, and an uncaught exception."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from npuprof_launch.common import record
+from npuprof_launch.inprocess import endreason
+
+
+@pytest.fixture
+def uncaught(monkeypatch):
+    """Set the exception the interpreter keeps for the exit handlers (none to begin with)."""
+    monkeypatch.delattr(sys, "last_exc", raising=False)
+    monkeypatch.delattr(sys, "last_value", raising=False)
+    return lambda exc: monkeypatch.setattr(sys, "last_value", exc, raising=False)
+
+
+def test_each_ending_names_what_cut_the_window(uncaught):
+    assert endreason.reason_and_warning(record.ENDED_EXIT, 4) == ("the end of the process", None)
+    assert endreason.reason_and_warning(record.ENDED_FAST, 4) == ("os._exit", None)
+    assert endreason.reason_and_warning(record.ENDED_EXEC, 4) == ("os.exec", None)
+    assert endreason.reason_and_warning(record.ENDED_SIGNAL, 4) == ("SIGTERM", None)
+    assert endreason.reason_and_warning("something else", 4) == ("something else", None)
+
+
+def test_an_uncaught_exception_at_exit_leaves_a_warning_with_its_first_line(uncaught):
+    uncaught(ValueError("boom\nsecond line"))
+    assert endreason.reason_and_warning(record.ENDED_EXIT, 3) == (
+        "the end of the process",
+        "the process ended with an uncaught ValueError (boom) after step 3",
+    )
+    uncaught(RuntimeError())
+    assert (
+        endreason.reason_and_warning(record.ENDED_EXIT, 0)[1]
+        == "the process ended with an uncaught RuntimeError after step 0"
+    )
+    uncaught(OSError("x" * 300))
+    assert endreason.reason_and_warning(record.ENDED_EXIT, 1)[1].count("x") == 200
+
+
+def test_ctrl_c_is_the_reason_and_only_an_exit_reads_the_exception(uncaught):
+    uncaught(KeyboardInterrupt())
+    assert endreason.reason_and_warning(record.ENDED_EXIT, 9) == ("SIGINT (KeyboardInterrupt)", None)
+    uncaught(ValueError("boom"))
+    assert endreason.reason_and_warning(record.ENDED_SIGNAL, 9) == ("SIGTERM", None)
