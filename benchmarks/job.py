@@ -10,8 +10,8 @@ that rotates from round to round. attached - detached is the cost of whatever ho
 registered, with the noise of a shared machine cancelled pair by pair; detached - detached, the
 same comparison where nothing differs, is the control: how far such a figure strays by chance.
 A bare process has no hooks; all three blocks then match. "The hooks" are the global pre and
-post hooks and the wrapper the clock gives each optimizer class's ``step`` in place of torch's (clocks.py,
-``_watch_step_returns``): detached, the class's ``step`` is torch's own again, as in a bare process.
+post hooks and the wrapper the clock gives each optimizer class's ``step`` in place of torch's (stepwrapper.py,
+``watch_step_returns``): detached, the class's ``step`` is torch's own again, as in a bare process.
 
 ``--toggle step-times`` times the same three blocks with the tool's hooks left alone and its
 whole-run step times switched on (attached) and off (detached) instead: ``--step-times`` against
@@ -44,7 +44,7 @@ class HookSwitch:
     torch keeps the global hooks in two module-level dicts (torch >= 2.0); emptying and refilling
     them is the least intrusive way to compare "with the tool's hooks" and "without" inside one
     process. The clock also gives each optimizer class its own ``step`` wrapper in place of the
-    one torch's ``profile_hook_step`` makes (clocks.py): detached, ``type(optimizer).step`` is
+    one torch's ``profile_hook_step`` makes (stepwrapper.py): detached, ``type(optimizer).step`` is
     torch's wrapper (the one the clock keeps as ``_npuprof_torch_step``); attached, the clock's.
     """
 
@@ -78,12 +78,12 @@ class HookSwitch:
 
 
 def _clock_wrapper(function) -> bool:
-    """Whether ``function`` is the clock's wrapper of an optimizer class's step (its code is in clocks.py)."""
+    """Whether ``function`` is the clock's wrapper of an optimizer class's step (its code is in stepwrapper.py)."""
     code = getattr(function, "__code__", None)
     if code is None or not hasattr(function, "_npuprof_torch_step"):
         return False
     folder, name = os.path.split(code.co_filename)
-    return name == "clocks.py" and os.path.basename(folder) == "npuprof_launch"
+    return name == "stepwrapper.py" and os.path.basename(folder) == "inprocess"
 
 
 class StepTimesSwitch:

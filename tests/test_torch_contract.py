@@ -95,29 +95,29 @@ EXTRA_USES = (
     Extra("torch.profiler.profile.step", "session.py", False, "the session drives backend.build()'s profiler"),
     Extra("torch.profiler.profile.stop", "session.py", False, "the session drives backend.build()'s profiler"),
     Extra("torch.profiler.profile.export_chrome_trace", "backends/torch.py", False, "export(prof) gets that profiler"),
-    Extra("torch.amp.grad_scaler.GradScaler.step", "clocks.py", True, "read with vars(klass).get('step')"),
-    Extra("torch.cuda.amp.grad_scaler.GradScaler.step", "clocks.py", True, "read with vars(klass).get('step')"),
+    Extra("torch.amp.grad_scaler.GradScaler.step", "optimizerclock.py", True, "read with vars(klass).get('step')"),
+    Extra("torch.cuda.amp.grad_scaler.GradScaler.step", "optimizerclock.py", True, "read with vars(klass).get('step')"),
     Extra(
         "torch.optim.optimizer.Optimizer.profile_hook_step:staticmethod",
-        "clocks.py",
+        "stepwrapper.py",
         True,
         "read with vars(Optimizer).get(), its __func__ taken, put back as a staticmethod; skipped if absent",
     ),
     Extra(
         "torch.optim.optimizer.Optimizer._patch_step_function",
-        "clocks.py",
+        "stepwrapper.py",
         True,
         "not called: it is what calls the replaced profile_hook_step (without it, no safe point after a step)",
     ),
     Extra(
         "torch.optim.optimizer.Optimizer._patch_step_function[uses .profile_hook_step]",
-        "clocks.py",
+        "stepwrapper.py",
         True,
         "torch must look profile_hook_step up on the class for the replacement to be called",
     ),
     Extra(
         "torch.optim.optimizer.Optimizer._patch_step_function[uses .hooked]",
-        "clocks.py",
+        "stepwrapper.py",
         True,
         "torch marks a wrapped step hooked, so a class's step is wrapped (by the replacement) once",
     ),
@@ -624,6 +624,10 @@ def gaps(uses: list[Use], table: dict) -> dict[str, list[str]]:
 
 # -- the tests -----------------------------------------------------------------------------------
 
+#: One worker runs this file: its session fixtures read the sources of every release (half a
+#: minute of CPU), once per worker that runs one of its tests.
+pytestmark = pytest.mark.xdist_group("torch_contract")
+
 TABLE = torch_sources.load_table()
 USES = package_uses()
 
@@ -866,9 +870,9 @@ def _code_named(code, name: str):
 
 
 def test_the_step_wrapper_clocks_mirrors_is_torchs_in_every_release(releases):
-    """clocks.py puts its own copy of torch's ``profile_hook_step`` wrapper in its place (one frame per
+    """stepwrapper.py puts its own copy of torch's ``profile_hook_step`` wrapper in its place (one frame per
     step fewer) only where the wrapper has the names of the one it copies: every release has it."""
-    from npuprof_launch.inprocess import clocks
+    from npuprof_launch.inprocess import stepwrapper
 
     for version, release in releases.items():
         path = os.path.join(release.folder, "torch/optim/optimizer.py")
@@ -876,7 +880,7 @@ def test_the_step_wrapper_clocks_mirrors_is_torchs_in_every_release(releases):
             module = compile(stream.read(), path, "exec")
         wrapper = _code_named(_code_named(module, "profile_hook_step"), "wrapper")
         assert wrapper is not None, f"torch {version}: no profile_hook_step wrapper"
-        assert wrapper.co_names == clocks.TORCH_STEP_NAMES, f"torch {version}: its step wrapper changed"
+        assert wrapper.co_names == stepwrapper.TORCH_STEP_NAMES, f"torch {version}: its step wrapper changed"
 
 
 def test_the_installed_torch_gets_the_copy_and_trains_the_same(tmp_path):
@@ -900,7 +904,8 @@ def test_the_installed_torch_gets_the_copy_and_trains_the_same(tmp_path):
                     opt.step()
             names = [e.name for e in prof.events() if e.name.startswith("Optimizer.step#")]
             code = type(opt).step.__code__
-            print(code.co_filename.endswith("clocks.py"), names.count("Optimizer.step#Adam.step"), seen.count("post"))
+            ours = code.co_filename.endswith("stepwrapper.py")
+            print(ours, names.count("Optimizer.step#Adam.step"), seen.count("post"))
             print([round(float(v), 6) for v in model.weight.flatten()])
             """
         )

@@ -92,7 +92,7 @@ LISTING = ".listing"
 #:   replacement of ``profile_hook_step`` relies on ``_patch_step_function`` calling it and
 #:   marking the step ``hooked``).
 APIS = (
-    # the optimizer clock (clocks.py)
+    # the optimizer clock (optimizerclock.py, stepwrapper.py)
     "torch.optim.optimizer",
     "torch.optim.optimizer.register_optimizer_step_pre_hook",
     "torch.optim.optimizer.register_optimizer_step_post_hook",

@@ -1,7 +1,7 @@
 """Declared step functions: ``--target MOD:QUALNAME`` and the stages of ``--scenario rl``, found.
 
 This module finds the function and puts a transparent wrapper around it; counting its calls is
-clocks.CallClock's job. Finding costs nothing until the function's module is imported: from
+callclock.CallClock's job. Finding costs nothing until the function's module is imported: from
 process start the hook watches the module name with the standard-library finder (importwatch);
 only once the module has executed is wrapt imported (~80 ms, so never in processes that do not
 import the module) to replace the function with a FunctionWrapper, which keeps its name,
@@ -101,7 +101,7 @@ class Declared:
         self.stage = stage
         self.stage_text = stage_text
         self.reason = NEVER_IMPORTED
-        #: The clocks.CallClock its calls go to, made by ``make_clock(self)`` (the hook's) once the
+        #: The callclock.CallClock its calls go to, made by ``make_clock(self)`` (the hook's) once the
         #: function is found: not at process start, where the hook imports as little as it can.
         self.clock = None
         self.make_clock = None

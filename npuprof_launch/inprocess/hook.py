@@ -50,13 +50,13 @@ def install() -> None:
 
 def _on_torch_imported(torch_module: object) -> None:
     """torch is fully imported: arm the optimizer clock, unless declared functions are the step source."""
-    from npuprof_launch.inprocess import clocks, coexist, declared
+    from npuprof_launch.inprocess import coexist, declared, optimizerclock
 
     coexist.install(torch_module)
     if declared.replaces_optimizer_clock(os.environ):
         _check_declared_options()
     else:
-        clock = clocks.OptimizerClock(
+        clock = optimizerclock.OptimizerClock(
             torch_module=torch_module, new_session=_session_for_optimizer, points=safe_points(), say=names.say
         )
         clock.install()
@@ -65,10 +65,10 @@ def _on_torch_imported(torch_module: object) -> None:
 
 def _call_clock(item):
     """A declared function was found: the clock its calls go to (bad options: none of them count)."""
-    from npuprof_launch.inprocess import clocks
+    from npuprof_launch.inprocess import callclock
 
     register_tally()
-    clock = clocks.CallClock(declared=item, new_session=_session_for_call, say=names.say)
+    clock = callclock.CallClock(declared=item, new_session=_session_for_call, say=names.say)
     clock.passive = _options_refused
     return clock
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 
-from npuprof_launch.inprocess import clocks
+from npuprof_launch.inprocess import stepwrapper
 
 
 class Optimizer:
@@ -38,7 +38,7 @@ def stepping(clock):
         returned.append((optimizer, args, kwargs))
         return "out"
 
-    return clocks._around(clock, hooked), returned
+    return stepwrapper._around(clock, hooked), returned
 
 
 def test_lean_steps_are_counted_and_timed_after_the_step_returns():

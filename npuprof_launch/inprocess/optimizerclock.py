@@ -1,12 +1,12 @@
-"""Step clocks: where the hook learns that one step of the job has ended.
+"""The optimizer clock: counts training iterations from ``optimizer.step`` (a step clock, stepclock.py).
 
-**The optimizer clock** counts training iterations. torch's global optimizer-step hooks fire for
-every ``torch.optim.Optimizer`` subclass, survive LR schedulers and work under
-``torch.compile``, where wrapping ``Optimizer.step`` does not (reference/launchers.md section 7).
-Only outermost steps count: a thread-local depth ignores the inner ``step`` of a wrapper (an
-Optimizer subclass calling another's ``step``, ``GradScaler.step``, or a wrapper that is no
-Optimizer at all, found on the stack at the first step). Which outermost steps end an iteration
-is iterations.py's business. Two steps are counted even when no optimizer stepped:
+torch's global optimizer-step hooks fire for every ``torch.optim.Optimizer`` subclass, survive LR
+schedulers and work under ``torch.compile``, where wrapping ``Optimizer.step`` does not
+(reference/launchers.md section 7). Only outermost steps count: a thread-local depth ignores the
+inner ``step`` of a wrapper (an Optimizer subclass calling another's ``step``,
+``GradScaler.step``, or a wrapper that is no Optimizer at all, found on the stack at the first
+step). Which outermost steps end an iteration is iterations.py's business. Two steps are counted
+even when no optimizer stepped:
 
 * ``GradScaler.step`` that skipped the optimizer for inf/NaN gradients (common in the first
   iterations of mixed precision): every ``GradScaler`` class's own ``step`` is wrapped when the
@@ -20,13 +20,16 @@ The clock runs on every iteration of jobs that last days, so it has two modes. I
 *exact*: a pre hook keeps the depth and a post hook feeds iterations.py. Once one optimizer is
 known to make every iteration alone (most jobs) it turns *lean*: the hooks go (or give way to a
 no-op where removing one would upset torch's loop, see ``_set_hooks``) and the wrapper each
-optimizer class's ``step`` already has for its safe point (``_watch_step_returns``) counts the
-steps, after each returns: it checks the optimizer, records the time and adds one to the session's count, in a
+optimizer class's ``step`` already has for its safe point (stepwrapper.py) counts the steps, after
+each returns: it checks the optimizer, records the time and adds one to the session's count, in a
 frame that runs anyway. Any other optimizer, a wrapper or a step inside a step sends it back to
 exact for good. All the rest runs in ``_advance``, off the per-step path.
 
-**The call clock** counts calls of a declared function (``--target``, a stage): each outermost
-call on one thread is one step, from its entry to its return (declared.py finds the function).
+That wrapper is in a module of its own because it is torch's code as much as ours (a copy of
+torch's ``profile_hook_step`` wrapper, held to every release by tests/test_torch_contract.py);
+this module holds the clock's state and everything off the per-step path. The wrapper reads the
+clock's attributes directly (``_sole``, ``_lean``, ``_session``, ``_slow``...), one plain lookup
+each, so those names are part of the contract between the two modules.
 """
 
 from __future__ import annotations
@@ -35,11 +38,18 @@ import importlib
 import os
 import sys
 import threading
-import time
 import weakref
+from typing import TYPE_CHECKING
 
-from npuprof_launch.inprocess import importwatch
+from npuprof_launch.inprocess import importwatch, stepwrapper
 from npuprof_launch.inprocess.iterations import Iterations
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+
+    from npuprof_launch.inprocess.safepoints import SafePoints
+    from npuprof_launch.inprocess.stepclock import ClockSession
 
 EXACT, LEAN, DETACHED = "exact", "lean", "detached"
 
@@ -53,7 +63,14 @@ class _Depth(threading.local):
 class OptimizerClock:
     """Counts iterations from optimizer steps and tells the session at each boundary."""
 
-    def __init__(self, *, torch_module, new_session, points, say) -> None:
+    def __init__(
+        self,
+        *,
+        torch_module: ModuleType,
+        new_session: Callable[[], ClockSession],
+        points: SafePoints,
+        say: Callable[[str], None],
+    ) -> None:
         self._torch = torch_module
         self._new_session = new_session
         self._points = points
@@ -62,7 +79,7 @@ class OptimizerClock:
         self._iterations = Iterations()
         #: id(object) -> weak reference to it, for every optimizer or wrapper counted.
         self._known: dict[int, weakref.ref] = {}
-        self._session = None
+        self._session: ClockSession | None = None
         self._mode = EXACT
         #: Lean mode, read by the step wrapper on every step (a plain attribute).
         self._lean = False
@@ -86,14 +103,21 @@ class OptimizerClock:
         self._post_handle = None
 
     def install(self) -> None:
+        """Arm the clock, once torch is imported: its hooks, the step wrapper torch will give each
+        optimizer class (stepwrapper.py), dynamo's skips once it exists, the scalers, the fork."""
         optimizer = importlib.import_module("torch.optim.optimizer")
         self._pre_handle = optimizer.register_optimizer_step_pre_hook(self._pre_hook)
         self._post_handle = optimizer.register_optimizer_step_post_hook(self._exact_hook)
         self._step_wrappers: list = []
-        _watch_step_returns(self, optimizer)
+        stepwrapper.watch_step_returns(self)
         importwatch.finder().watch("torch._dynamo", self._keep_out_of_graphs)
         _watch_grad_scalers(self)
-        os.register_at_fork(after_in_child=self._after_fork_in_child)
+        os.register_at_fork(after_in_child=self.after_fork)
+
+    @property
+    def session(self) -> ClockSession | None:
+        """The process's session, opened at the first counted step (stepclock.StepClock)."""
+        return self._session
 
     # -- the hooks torch calls on every optimizer.step ------------------------------------------
 
@@ -121,7 +145,7 @@ class OptimizerClock:
 
         return pre, exact
 
-    def outer_step(self, obj, inside_range: bool) -> None:
+    def outer_step(self, obj: object, inside_range: bool) -> None:
         """A step that did not come through the optimizer's own post hook: a ``GradScaler.step``
         (``obj`` is its optimizer) or a wrapper's ``step`` (``obj`` is the wrapper)."""
         if not self._broken:
@@ -346,7 +370,7 @@ class OptimizerClock:
     def _post_hook_now(self):
         return self._exact_hook if self._mode == EXACT else None
 
-    def _after_fork_in_child(self) -> None:
+    def after_fork(self) -> None:
         """A forked child (a DataLoader worker, a fork-started trainer) starts counting from nothing."""
         self._session = None
         self._iterations = Iterations()
@@ -358,133 +382,6 @@ class OptimizerClock:
         self._broken = False
         if self._mode != EXACT:
             self._set_hooks(EXACT)
-
-
-#: The names torch's own ``profile_hook_step`` wrapper uses, in every release from 2.1 to 2.15
-#: (tests/test_torch_contract.py reads its source in each): the wrapper ``_like_torch`` mirrors.
-TORCH_STEP_NAMES = (
-    "cast", "Optimizer", "__class__", "__name__", "torch", "autograd", "profiler", "record_function", "chain",
-    "_global_optimizer_pre_hooks", "values", "_optimizer_step_pre_hooks", "isinstance", "tuple", "len",
-    "RuntimeError", "_optimizer_step_code", "_optimizer_step_post_hooks", "_global_optimizer_post_hooks",
-)  # fmt: skip
-
-
-def _watch_step_returns(clock: OptimizerClock, optimizer_module) -> None:
-    """Give every optimizer's ``step`` a moment after it returns, outside its ``Optimizer.step#`` range.
-
-    torch wraps each optimizer class's ``step`` once, with ``Optimizer.profile_hook_step``, when
-    its first instance is made (after torch is imported, so after this): the wrapper opens the
-    range and runs the hooks inside it. The moment after the range closes is the safe point for
-    an action a post hook asked for, and where lean mode counts the step (a boundary there needs
-    no safe point at all). A second wrapper around torch's would give that moment at the cost
-    of a frame per step, which on a small step costs more than all the rest of the clock; so
-    where torch's wrapper is the one every release since 2.1 has, ours is that same wrapper with
-    the moment after the range added (``_like_torch``), and only a torch with another wrapper
-    gets ours around its own. Like the hooks, it is marked for dynamo to skip (the optimizer's
-    own ``step`` under it still compiles).
-    """
-    optimizer_class = optimizer_module.Optimizer
-    original = vars(optimizer_class).get("profile_hook_step")
-    inner = getattr(original, "__func__", None)
-    if inner is None or getattr(inner, "_npuprof", False):
-        return
-
-    def profile_hook_step(func):
-        hooked = inner(func)
-        if getattr(getattr(hooked, "__code__", None), "co_names", None) == TORCH_STEP_NAMES:
-            step = _like_torch(clock, optimizer_module, func)
-        else:
-            step = _around(clock, hooked)
-        step._npuprof_torch_step = hooked  # what torch itself would have put there (the benchmark's detached arm)
-        clock._step_wrappers.append(step)
-        skip = getattr(clock, "_skip", None)
-        if skip is not None:
-            skip(step)
-        return step
-
-    profile_hook_step._npuprof = True
-    optimizer_class.profile_hook_step = staticmethod(profile_hook_step)
-
-
-def _like_torch(clock: OptimizerClock, optimizer_module, func):
-    """torch's ``profile_hook_step`` wrapper of ``func`` (the range, the pre hooks that may change
-    the arguments, ``_optimizer_step_code`` for the profiler's Python tracer, the post hooks),
-    then the moment after the range: ``_after_range``'s, written out here to spare a call."""
-    import functools
-    import itertools
-
-    torch, chain, points, now = clock._torch, itertools.chain, clock._points, time.perf_counter
-    pre_hooks, post_hooks = optimizer_module._global_optimizer_pre_hooks, optimizer_module._global_optimizer_post_hooks
-
-    @functools.wraps(func)
-    def step(*args, **kwargs):
-        self, *_ = args
-        with torch.autograd.profiler.record_function(f"Optimizer.step#{self.__class__.__name__}.step"):
-            for pre_hook in chain(pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
-                result = pre_hook(self, args, kwargs)
-                if result is not None:
-                    if isinstance(result, tuple) and len(result) == 2:
-                        args, kwargs = result
-                    else:
-                        raise RuntimeError(
-                            f"{func} must return None or a tuple of (new_args, new_kwargs), but got {result}."
-                        )
-            out = func(*args, **kwargs)
-            self._optimizer_step_code()
-            for post_hook in chain(self._optimizer_step_post_hooks.values(), post_hooks.values()):
-                post_hook(self, args, kwargs)
-        if id(self) == clock._sole:  # lean mode's one optimizer (None in the other modes): plain attributes
-            session = clock._session
-            n = session.steps + 1
-            if n < session.call_at:  # nothing due at this boundary: count and time it only
-                session.times.append(now())
-                session.steps = n
-                return out
-            clock._slow(self, False)
-        elif clock._lean:  # another optimizer while lean
-            clock._slow(self, False)
-        elif points.action is not None or clock._lean_next is not None:
-            clock._slow_after(self)
-        return out
-
-    return step
-
-
-def _around(clock: OptimizerClock, hooked):
-    """``hooked`` (another torch's wrapper, range and hooks inside) with the moment after it returns."""
-    import functools
-
-    after = _after_range(clock)
-
-    @functools.wraps(hooked)
-    def step(*args, **kwargs):
-        out = hooked(*args, **kwargs)
-        after(args[0])
-        return out
-
-    return step
-
-
-def _after_range(clock: OptimizerClock):
-    """What the moment after an optimizer's range does: in lean mode count the step (and call the
-    slow path at a boundary that acts), else run what waits for that moment."""
-    points, now = clock._points, time.perf_counter
-
-    def after(optimizer) -> None:
-        if id(optimizer) == clock._sole:
-            session = clock._session
-            n = session.steps + 1
-            if n < session.call_at:
-                session.times.append(now())
-                session.steps = n
-                return
-            clock._slow(optimizer, False)
-        elif clock._lean:
-            clock._slow(optimizer, False)
-        elif points.action is not None or clock._lean_next is not None:
-            clock._slow_after(optimizer)
-
-    return after
 
 
 def _nothing(optimizer, args, kwargs) -> None:
@@ -570,150 +467,3 @@ def _grad_scaler_base(torch_module):
                 base = base.__base__
             return base
     return None
-
-
-class CallClock:
-    """Counts the calls of one declared function: one step per outermost call on one thread.
-
-    A profiler must start, step and stop on one thread: Kineto keeps its state per thread, and a
-    profiler started on one thread and stepped or stopped on another, or left running when its
-    thread ended, crashed the process (segfault at exit, torch 2.13). So the steps are the calls
-    of the first thread to call the function; calls on other threads run untouched (one made
-    while a call is in flight on the owner thread is part of that step anyway). A window over
-    several calls starts only on the main thread, which outlives every window; range mode's
-    one-call windows start on any thread.
-    """
-
-    def __init__(self, *, declared, new_session, say) -> None:
-        self.declared = declared
-        self._new_session = new_session
-        self._say = say
-        self.session = None
-        self.passive = False
-        self._lock = threading.Lock()
-        self._owner = None
-        self._owner_name = ""
-        self._main = threading.main_thread()
-        self._noted_threads = False
-        self._busy = False
-        self._depth = 0
-        #: The open timeline label of the step in flight (None when it is not recorded).
-        self._label = None
-
-    def call(self, wrapped, args, kwargs):
-        """The wrapper declared.py puts around the function: the call itself goes untouched."""
-        if self.declared.awaited:
-            return self._awaited(wrapped(*args, **kwargs))
-        if self.passive or self._busy or not self.claims_this_thread():
-            return wrapped(*args, **kwargs)
-        self.enter()
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            self.exit()
-
-    def _awaited(self, coroutine):
-        """An ``async def``'s call returns a coroutine at once and its work runs when that is awaited
-        (on the event loop's thread, which need not be the caller's): so its step is the await,
-        from the coroutine's first run to its end. The coroutine is made at the call, so that bad
-        arguments still raise there, and keeps the function's name for asyncio's messages."""
-
-        async def step():
-            if self.passive or self._busy or not self.claims_this_thread():
-                return await coroutine
-            self.enter()
-            try:
-                return await coroutine
-            finally:
-                self.exit()
-
-        ours = step()
-        ours.__name__, ours.__qualname__ = coroutine.__name__, coroutine.__qualname__
-        return ours
-
-    def claims_this_thread(self) -> bool:
-        thread = threading.current_thread()  # an object, not an id: a new thread may reuse an old one's id
-        if self._owner is None:
-            with self._lock:
-                if self._owner is None:
-                    self._owner = thread
-                    self._owner_name = thread.name
-        if thread is self._owner:
-            return True
-        if self._depth == 0 and not self._noted_threads and self.session is not None:
-            self._noted_threads = True
-            self.session.note_warning(
-                f"{self.declared.describe()}: calls on other threads than {self._owner_name}, the first to call it, "
-                "run unprofiled and are not counted (a profiler starts, steps and stops on one thread)"
-            )
-        return False
-
-    def enter(self) -> None:
-        """A call begins on the owner thread; the outermost begins a step (and opens its timeline label)."""
-        self._depth += 1
-        if self._depth > 1 or self.passive:
-            return
-        self._busy = True  # our own code calling the function (a status write, a profiler) is not a step
-        try:
-            self._label = self._begin_step()
-        except Exception as exc:  # noqa: BLE001 - the job must never see our failure
-            self._break(exc)
-        finally:
-            self._busy = False
-
-    def _begin_step(self):
-        session = self.session
-        if session is None:
-            session = self.session = self._new_session(self.declared)
-            session.clock_name = self.declared.describe()
-            session.target = self.declared.target
-            if session.off:
-                self.passive = True
-                return None
-            if self.declared.iterated:
-                session.note_warning(
-                    f"{self.declared.describe()} is a generator function: a call returns before its body runs (the "
-                    "body runs as the result is iterated), so each step's work is recorded in the step after it; "
-                    "name the function that iterates it instead"
-                )
-        may_start = session.config.range or self._owner is self._main
-        if not may_start and not session.warned_thread:
-            session.warned_thread = True
-            session.note_warning(
-                f"{self.declared.describe()}: its calls run on {self._owner_name}, not on the main thread: a window "
-                "over several calls is only started on the main thread (a profiler left running when its thread "
-                "ends crashes the process at exit), so none was; --range records single calls on any thread"
-            )
-        return session.step_began(label=self.declared.label(), may_start=may_start)
-
-    def exit(self) -> None:
-        """A call on the owner thread returns (or raises); the last one in flight ends the step.
-
-        Sync calls nest, so that is the outermost; the awaits of an ``async def`` that run at once
-        on one event loop overlap, and the step is then from the first begun to the last ended.
-        """
-        self._depth = max(self._depth - 1, 0)  # a call in flight when a child was forked ends there too
-        if self._depth > 0 or self.passive or self.session is None:
-            return
-        label, self._label = self._label, None
-        self._busy = True
-        try:
-            self.session.step_ended(inside_range=False, label=label)
-        except Exception as exc:  # noqa: BLE001
-            self._break(exc)
-        finally:
-            self._busy = False
-
-    def _break(self, exc: BaseException) -> None:
-        self.passive = True
-        self._say(f"{self.declared.describe()}: step clock failed, job goes on unprofiled: {exc!r}")
-
-    def after_fork(self) -> None:
-        """In a forked child: start from nothing; the parent's locks and sessions are not ours."""
-        self._lock = threading.Lock()
-        self._main = threading.main_thread()
-        self._owner = None
-        self._busy = False
-        self._depth = 0
-        self._label = None
-        self.session = None

@@ -1,0 +1,151 @@
+"""The optimizer step wrapper: the moment after an optimizer's ``step`` returns, where the lean clock counts.
+
+torch wraps each optimizer class's ``step`` once (``Optimizer.profile_hook_step``); the optimizer
+clock (optimizerclock.py) puts its own wrapper in that place, so that every step has a moment
+after torch's ``Optimizer.step#`` range closes: the safe point for what a post hook asked for,
+and where lean mode counts a step by itself (no hook, no extra frame). This code runs on every
+step of every optimizer, so it is written for that: closures over plain locals, the clock's state
+read as plain attributes (``_sole``, ``_lean``, ``_lean_next``, ``_session``, ``_points``,
+``_slow``, ``_slow_after``: the names both modules keep), and torch's own wrapper copied rather
+than wrapped where it is the one every release has. It is a module of its own because it follows
+torch's code, not ours: tests/test_torch_contract.py holds ``TORCH_STEP_NAMES`` to each release,
+tests/unit/test_step_wrapper.py drives ``_around`` with no torch, and benchmarks/job.py finds the
+wrapper by this file's name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from npuprof_launch.inprocess.optimizerclock import OptimizerClock
+
+
+#: The names torch's own ``profile_hook_step`` wrapper uses, in every release from 2.1 to 2.15
+#: (tests/test_torch_contract.py reads its source in each): the wrapper ``_like_torch`` mirrors.
+TORCH_STEP_NAMES = (
+    "cast", "Optimizer", "__class__", "__name__", "torch", "autograd", "profiler", "record_function", "chain",
+    "_global_optimizer_pre_hooks", "values", "_optimizer_step_pre_hooks", "isinstance", "tuple", "len",
+    "RuntimeError", "_optimizer_step_code", "_optimizer_step_post_hooks", "_global_optimizer_post_hooks",
+)  # fmt: skip
+
+
+def watch_step_returns(clock: OptimizerClock) -> None:
+    """Give every optimizer's ``step`` a moment after it returns, outside its ``Optimizer.step#`` range.
+
+    torch wraps each optimizer class's ``step`` once, with ``Optimizer.profile_hook_step``, when
+    its first instance is made (after torch is imported, so after this): the wrapper opens the
+    range and runs the hooks inside it. The moment after the range closes is the safe point for
+    an action a post hook asked for, and where lean mode counts the step (a boundary there needs
+    no safe point at all). A second wrapper around torch's would give that moment at the cost
+    of a frame per step, which on a small step costs more than all the rest of the clock; so
+    where torch's wrapper is the one every release since 2.1 has, ours is that same wrapper with
+    the moment after the range added (``_like_torch``), and only a torch with another wrapper
+    gets ours around its own. Like the hooks, it is marked for dynamo to skip (the optimizer's
+    own ``step`` under it still compiles).
+    """
+    optimizer_module = importlib.import_module("torch.optim.optimizer")
+    optimizer_class = optimizer_module.Optimizer
+    original = vars(optimizer_class).get("profile_hook_step")
+    inner = getattr(original, "__func__", None)
+    if inner is None or getattr(inner, "_npuprof", False):
+        return
+
+    def profile_hook_step(func):
+        hooked = inner(func)
+        if getattr(getattr(hooked, "__code__", None), "co_names", None) == TORCH_STEP_NAMES:
+            step = _like_torch(clock, optimizer_module, func)
+        else:
+            step = _around(clock, hooked)
+        step._npuprof_torch_step = hooked  # what torch itself would have put there (the benchmark's detached arm)
+        clock._step_wrappers.append(step)
+        skip = getattr(clock, "_skip", None)
+        if skip is not None:
+            skip(step)
+        return step
+
+    profile_hook_step._npuprof = True
+    optimizer_class.profile_hook_step = staticmethod(profile_hook_step)
+
+
+def _like_torch(clock: OptimizerClock, optimizer_module, func):
+    """torch's ``profile_hook_step`` wrapper of ``func`` (the range, the pre hooks that may change
+    the arguments, ``_optimizer_step_code`` for the profiler's Python tracer, the post hooks),
+    then the moment after the range: ``_after_range``'s, written out here to spare a call."""
+    import functools
+    import itertools
+
+    torch, chain, points, now = clock._torch, itertools.chain, clock._points, time.perf_counter
+    pre_hooks, post_hooks = optimizer_module._global_optimizer_pre_hooks, optimizer_module._global_optimizer_post_hooks
+
+    @functools.wraps(func)
+    def step(*args, **kwargs):
+        self, *_ = args
+        with torch.autograd.profiler.record_function(f"Optimizer.step#{self.__class__.__name__}.step"):
+            for pre_hook in chain(pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+                result = pre_hook(self, args, kwargs)
+                if result is not None:
+                    if isinstance(result, tuple) and len(result) == 2:
+                        args, kwargs = result
+                    else:
+                        raise RuntimeError(
+                            f"{func} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                        )
+            out = func(*args, **kwargs)
+            self._optimizer_step_code()
+            for post_hook in chain(self._optimizer_step_post_hooks.values(), post_hooks.values()):
+                post_hook(self, args, kwargs)
+        if id(self) == clock._sole:  # lean mode's one optimizer (None in the other modes): plain attributes
+            session = clock._session
+            n = session.steps + 1
+            if n < session.call_at:  # nothing due at this boundary: count and time it only
+                session.times.append(now())
+                session.steps = n
+                return out
+            clock._slow(self, False)
+        elif clock._lean:  # another optimizer while lean
+            clock._slow(self, False)
+        elif points.action is not None or clock._lean_next is not None:
+            clock._slow_after(self)
+        return out
+
+    return step
+
+
+def _around(clock: OptimizerClock, hooked):
+    """``hooked`` (another torch's wrapper, range and hooks inside) with the moment after it returns."""
+    import functools
+
+    after = _after_range(clock)
+
+    @functools.wraps(hooked)
+    def step(*args, **kwargs):
+        out = hooked(*args, **kwargs)
+        after(args[0])
+        return out
+
+    return step
+
+
+def _after_range(clock: OptimizerClock):
+    """What the moment after an optimizer's range does: in lean mode count the step (and call the
+    slow path at a boundary that acts), else run what waits for that moment."""
+    points, now = clock._points, time.perf_counter
+
+    def after(optimizer) -> None:
+        if id(optimizer) == clock._sole:
+            session = clock._session
+            n = session.steps + 1
+            if n < session.call_at:
+                session.times.append(now())
+                session.steps = n
+                return
+            clock._slow(optimizer, False)
+        elif clock._lean:
+            clock._slow(optimizer, False)
+        elif points.action is not None or clock._lean_next is not None:
+            clock._slow_after(optimizer)
+
+    return after
