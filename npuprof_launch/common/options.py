@@ -113,8 +113,7 @@ MINIMUMS = {"count": 0, "positive": 1}
 def schedule_of(values: dict) -> Schedule:
     """The schedule of a record's options (option name -> value), the table's default where one is
     missing: an older record, or one written before every option existed."""
-    given = {key: values.get(key, BY_NAME[key].default) for key in names.SCHEDULE_KEYS}
-    return Schedule(**{key.replace("-", "_"): value for key, value in given.items()})
+    return Schedule(**{key.replace("-", "_"): values.get(key, BY_NAME[key].default) for key in names.SCHEDULE_KEYS})
 
 
 def _int_at_least(minimum: int):

@@ -105,9 +105,9 @@ def safe_points():
 
 
 def _new_session(stage_text: str | None = None):
-    from npuprof_launch.inprocess import process, session
+    from npuprof_launch.inprocess import opensession, process
 
-    return session.open_session(
+    return opensession.open_session(
         os.environ,
         lifecycle=process.lifecycle(),
         points=safe_points(),

@@ -4,7 +4,7 @@ Everything that can go wrong before the first step is decided here, once, so the
 only ever deals with steps: a bad option value, an output directory that cannot be written, a rank
 outside ``--ranks``. Each gives a session that is off: it says why (one ``npuprof:`` line, and its
 record where it can be written) and counts nothing, and the job runs unprofiled. hook.py reaches
-this through ``session.open_session``, at a clock's first step.
+this, at a clock's first step.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ AFTERCARE_WAIT_S = 120.0
 
 
 class Session:
-    """One process's (or stage's) profiling. Built by ``open_session``."""
+    """One process's (or stage's) profiling. Built by ``opensession.open_session``."""
 
     def __init__(
         self,
@@ -577,13 +577,3 @@ class Session:
         if message not in self.errors:
             self.errors.append(message)
             self._say(message)
-
-
-def open_session(environ, *, lifecycle, points, say, armed_ns: int, stage_text: str | None = None) -> Session:
-    """The session of this process (or of one stage), from the environment: opensession.py,
-    imported here when a clock opens its session (hook.py calls this name)."""
-    from npuprof_launch.inprocess import opensession
-
-    return opensession.open_session(
-        environ, lifecycle=lifecycle, points=points, say=say, armed_ns=armed_ns, stage_text=stage_text
-    )

@@ -17,11 +17,6 @@ from __future__ import annotations
 
 import importlib
 import time
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from npuprof_launch.inprocess.optimizerclock import OptimizerClock
-
 
 #: The names torch's own ``profile_hook_step`` wrapper uses, in every release from 2.1 to 2.15
 #: (tests/test_torch_contract.py reads its source in each): the wrapper ``_like_torch`` mirrors.
@@ -32,8 +27,10 @@ TORCH_STEP_NAMES = (
 )  # fmt: skip
 
 
-def watch_step_returns(clock: OptimizerClock) -> None:
+def watch_step_returns(clock) -> None:
     """Give every optimizer's ``step`` a moment after it returns, outside its ``Optimizer.step#`` range.
+
+    ``clock`` is the OptimizerClock (not imported for its type: it imports this module).
 
     torch wraps each optimizer class's ``step`` once, with ``Optimizer.profile_hook_step``, when
     its first instance is made (after torch is imported, so after this): the wrapper opens the
@@ -70,7 +67,7 @@ def watch_step_returns(clock: OptimizerClock) -> None:
     optimizer_class.profile_hook_step = staticmethod(profile_hook_step)
 
 
-def _like_torch(clock: OptimizerClock, optimizer_module, func):
+def _like_torch(clock, optimizer_module, func):
     """torch's ``profile_hook_step`` wrapper of ``func`` (the range, the pre hooks that may change
     the arguments, ``_optimizer_step_code`` for the profiler's Python tracer, the post hooks),
     then the moment after the range: ``_after_range``'s, written out here to spare a call."""
@@ -114,7 +111,7 @@ def _like_torch(clock: OptimizerClock, optimizer_module, func):
     return step
 
 
-def _around(clock: OptimizerClock, hooked):
+def _around(clock, hooked):
     """``hooked`` (another torch's wrapper, range and hooks inside) with the moment after it returns."""
     import functools
 
@@ -129,7 +126,7 @@ def _around(clock: OptimizerClock, hooked):
     return step
 
 
-def _after_range(clock: OptimizerClock):
+def _after_range(clock):
     """What the moment after an optimizer's range does: in lean mode count the step (and call the
     slow path at a boundary that acts), else run what waits for that moment."""
     points, now = clock._points, time.perf_counter

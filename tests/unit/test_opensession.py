@@ -97,11 +97,11 @@ def test_on_demand_watches_for_requests_from_the_session_start(tmp_path):
     assert found["on_demand"] and found["windows_planned"] == 0
 
 
-def test_a_stage_takes_its_own_values_and_the_session_module_opens_the_same(tmp_path):
+def test_a_stage_takes_its_own_values_and_a_session_without_one_does_not(tmp_path):
     made, _ = opened(tmp_path, stage_text="rollout=lib:gen,active=4")
     assert made.stage == "rollout" and made.config.active == 4
     assert made.trace_dir == str(tmp_path / "out" / "rollout")
-    again = session.open_session(
+    again = opensession.open_session(
         {names.OUTPUT_DIR_VAR: str(tmp_path / "out")}, lifecycle=Lifecycle(), points=None, say=print, armed_ns=0
     )
     assert isinstance(again, session.Session) and again.stage is None and not again.off
