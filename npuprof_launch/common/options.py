@@ -46,7 +46,7 @@ class ConfigError(ValueError):
 class Option:
     """One row of the table: its name gives the flag and the environment variable."""
 
-    __slots__ = ("name", "kind", "default", "help", "choices", "group", "metavar")
+    __slots__ = ("name", "kind", "default", "help", "choices", "group", "metavar", "env")
 
     def __init__(
         self,
@@ -65,10 +65,8 @@ class Option:
         self.choices = choices
         self.group = group
         self.metavar = metavar
-
-    @property
-    def env(self) -> str:
-        return names.env_name(self.name)
+        #: Its variable, spelled once here: every process resolves all the options at least once.
+        self.env = names.env_name(name)
 
     @property
     def flag(self) -> str:
@@ -468,11 +466,13 @@ def resolve(given: dict[str, str], environ: dict[str, str] | os._Environ) -> tup
     option at its default so the caller decides whether to refuse (launcher) or warn (hook).
     """
     problems: list[str] = []
+    # Ours only, read once: os.environ decodes at each look-up, and each option is looked up.
+    environ = {key: value for key, value in environ.items() if key.startswith(names.ENV_PREFIX)}
     scenario = _resolve_one(BY_NAME["scenario"], scenarios.DEFAULT, given, environ, problems)
     values: dict[str, object] = {"scenario": scenario}
-    for option in OPTIONS:
-        if option.name not in values:
-            values[option.name] = _resolve_one(option, default_for(option.name, scenario), given, environ, problems)
+    fixed = scenarios.defaults(scenario)
+    for option in (option for option in OPTIONS if option.name != "scenario"):
+        values[option.name] = _resolve_one(option, fixed.get(option.name, option.default), given, environ, problems)
     config = Config({option.name: values[option.name] for option in OPTIONS})
     if not problems:  # rules across options are judged on values that parsed
         problems.extend(check_consistency(config))
