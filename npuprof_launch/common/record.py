@@ -67,6 +67,8 @@ FIELDS: dict[str, object] = {
     "partial_traces": 0,
     "traces": [],
     "warnings": [],
+    #: What happened, as data: outcomes.py's {"kind", "step", ...fields}; the sentences are in warnings.
+    "outcomes": [],
     "errors": [],
     "declined": None,
     #: The whole-run step times file, relative to the output directory (None when off).

@@ -35,7 +35,7 @@ import os
 import threading
 import time
 
-from npuprof_launch.common import names, options, record
+from npuprof_launch.common import names, options, outcomes, record
 from npuprof_launch.common.record import State
 from npuprof_launch.common.schedule import Schedule, Window
 from npuprof_launch.inprocess import coexist, endreason, memoryguard, requesttaking, sessionrecord, steptiming
@@ -121,6 +121,8 @@ class Session:
         self.windows_completed = 0
         self.partial_traces = 0
         self.warnings: list[str] = []
+        #: What happened, as data (outcomes.py): the report decides on these, never on the sentences.
+        self.outcomes: list[dict] = []
         self.errors: list[str] = []
         self.declined: str | None = None
         self.requests: list[str] = []
@@ -284,6 +286,13 @@ class Session:
             self.warnings.append(message)
             self._say(message)
 
+    def note_outcome(self, kind: str, step: int | None, **fields) -> None:
+        """Record an outcome (outcomes.py) and say its sentence, once."""
+        outcome = outcomes.make(kind, step, **fields)
+        if outcomes.sentence(outcome) not in self.warnings:
+            self.outcomes.append(outcome)
+            self.note_warning(outcomes.sentence(outcome))
+
     def note_profiler(self, kind: str, text: str) -> None:
         """What the profiler itself logged: its errors fail --check, its warnings are told."""
         counts = self.profiler_messages
@@ -300,18 +309,24 @@ class Session:
 
         first = self.steps + 1
         if first > window.first:
-            self.note_warning(
-                f"the window due at step {window.first} could start only at step {first} "
-                f"({self._late_reason()}); it records steps {window.moved_to(first).first_recorded}-"
-                f"{window.moved_to(first).last} instead"
+            moved = window.moved_to(first)
+            self.note_outcome(
+                outcomes.LATE_START,
+                first,
+                due=window.first,
+                first=moved.first_recorded,
+                last=moved.last,
+                why=self._late_reason(),
             )
-            window = window.moved_to(first)
+            window = moved
             self._windows[self._next] = window
         holder = self._lifecycle.slot.claim(self)
         if holder is not None:
-            self.note_warning(
-                f"{self.clock_name or 'this clock'}: a window was due while the profiler of this process recorded "
-                f"{holder.clock_name or 'another clock'}; it started at the first step after that"
+            self.note_outcome(
+                outcomes.SLOT_BUSY,
+                self.steps + 1,
+                clock=self.clock_name or "this clock",
+                holder=holder.clock_name or "another clock",
             )
             return False
         try:
@@ -350,15 +365,14 @@ class Session:
     def _guard_memory(self) -> None:
         """--max-window-mb: the profiler keeps a window's events in memory until it ends; stop the
         window (its trace saved, marked partial) before that memory grows past the limit (memoryguard.py)."""
-        reason = memoryguard.past_limit(self._window_rss, self.config.max_window_mb)
-        if reason is not None and self._thread is threading.current_thread():
+        grown = memoryguard.past_limit(self._window_rss, self.config.max_window_mb)
+        if grown is not None and self._thread is threading.current_thread():
             with self._points.quiet():
-                self._close_window(complete=False, reason=reason)
+                self._close_window(complete=False, cause="size_cap", limit_mb=self.config.max_window_mb, grown_mb=grown)
 
     def _late_reason(self) -> str:
-        if self.clock_name == "optimizer.step" and self.steps == 0:
-            return "the optimizer.step clock cannot see the start of step 1: use --skip-first 1 or more, or --target"
-        return "no moment outside backward and the job's ranges came before it"
+        """Why a window started late (a key of outcomes.LATE_WHY)."""
+        return "step_one" if self.clock_name == "optimizer.step" and self.steps == 0 else "no_safe_point"
 
     def _profiler_step(self) -> None:
         self._close_label()
@@ -388,21 +402,16 @@ class Session:
             except Exception:  # noqa: BLE001
                 pass
 
-    def _close_window(self, *, complete: bool, reason: str | None = None) -> None:
-        """The window is over: saved (its last step ended) or cut short (exit, SIGTERM, the job's profiler)."""
+    def _close_window(self, *, complete: bool, cause: str | None = None, **detail) -> None:
+        """The window is over: saved (its last step ended) or cut short (``cause``: a key of
+        outcomes.CUT_BY: exit, SIGTERM, the job's profiler, the size cap with its ``detail``)."""
         self._close_label()
         result = self.results[-1]
         if not complete:
             whole = self.steps  # the steps that ended inside the window are whole; the one under way is not
             result["last_step"] = whole if whole >= result["first_step"] else None
-            self.note_warning(
-                f"window cut short by {reason} at step {self.steps}; "
-                + (
-                    f"its trace keeps steps {result['first_step']}-{whole}"
-                    if whole >= result["first_step"]
-                    else "it had recorded no whole step"
-                )
-            )
+            kept = [result["first_step"], whole] if whole >= result["first_step"] else None
+            self.note_outcome(outcomes.CUT_SHORT, self.steps, by=cause, kept=kept, **detail)
         profiler, self.window = self.profiler, None
         self._guard("stop", profiler.stop)
         self.profiler = None
@@ -467,7 +476,10 @@ class Session:
     def _decline(self, reason: str) -> None:
         """Another profiler owns this process: say why once, start nothing, keep counting steps."""
         self.declined = reason
-        self.note_warning(reason)
+        if reason == outcomes.JOB_PROFILER_SENTENCE:
+            self.note_outcome(outcomes.JOB_PROFILER, self.steps)
+        else:
+            self.note_warning(reason)
         self.state = State.OFF
         self._next = len(self._windows)
         self._lifecycle.slot.release(self)
@@ -477,13 +489,14 @@ class Session:
         """The job starts a torch profiler of its own: stop ours first (see coexist.py), then only count."""
         if self.window is None:
             return
-        self.flush("the job's own torch profiler")
+        self.flush("job_profiler")
         self._decline(coexist.REASON)
 
     # -- the process's end ----------------------------------------------------------------------
 
-    def flush(self, reason: str) -> None:
-        """Stop an open window now (exit, SIGTERM) and save what it recorded, marked partial."""
+    def flush(self, cause: str) -> None:
+        """Stop an open window now (``cause``: a key of outcomes.CUT_BY: exit, SIGTERM) and save
+        what it recorded, marked partial."""
         if os.getpid() != self._pid:
             return
         if self._points is not None:
@@ -491,22 +504,20 @@ class Session:
         if self.window is None:
             return
         if threading.current_thread() is not self._thread:
-            self.note_warning(
-                f"window cut short by {reason} at step {self.steps}: its profiler runs on another thread, and "
-                "stopping it from this one could crash the process, so this window is lost"
-            )
+            self.note_outcome(outcomes.LOST_ON_THREAD, self.steps, by=cause)
             self.window = self.profiler = self._label = None
             self._lifecycle.slot.release(self)
             return
         with self._points.quiet():
-            self._close_window(complete=False, reason=reason)
+            self._close_window(complete=False, cause=cause)
 
     def end(self, how: str) -> None:
         """The process ends (``how``: record.ENDED_*): close the window, write the record a last time."""
-        reason, uncaught = endreason.reason_and_warning(how, self.steps)
+        cause, uncaught = endreason.cause_and_uncaught(how, self.steps)
         if uncaught is not None:
-            self.warnings.append(uncaught)
-        self.flush(reason)
+            self.outcomes.append(uncaught)
+            self.warnings.append(outcomes.sentence(uncaught))
+        self.flush(cause)
         self.ended = how
         self.step_times_file.write(self.times, self.config.step_times)
         if self.step_times_file.written:

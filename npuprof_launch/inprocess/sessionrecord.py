@@ -60,6 +60,7 @@ def to_record(session) -> dict:
         "partial_traces": session.partial_traces,
         "traces": list(session.traces),
         "warnings": list(session.warnings),
+        "outcomes": [dict(outcome) for outcome in session.outcomes],
         "errors": list(session.errors),
         "declined": session.declined,
         "step_times": session.step_times_file.relative_to(session.output_dir),
