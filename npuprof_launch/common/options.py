@@ -150,6 +150,15 @@ OPTIONS: tuple[Option, ...] = (
         "keep every step's wall time in a small file per process, for the job's summary and its HTML page",
         group="output",
     ),
+    Option(
+        "hang-after",
+        "float",
+        None,
+        "a process that has not stepped for this long writes the Python stacks of its threads beside its record, "
+        "and again while it stays stuck (default: 20 of its step times, at least 30 s; 0: off)",
+        group="output",
+        metavar="SECONDS",
+    ),
     Option("skip-first", "count", 1, "steps ignored before the schedule starts", metavar="N"),
     Option("wait", "count", 0, "schedule wait: idle steps at the start of each window", metavar="N"),
     Option("warmup", "count", 0, "schedule warmup: steps traced but discarded before each window", metavar="N"),

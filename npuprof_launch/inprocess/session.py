@@ -38,7 +38,15 @@ import time
 from npuprof_launch.common import names, options, outcomes, record
 from npuprof_launch.common.record import State
 from npuprof_launch.common.schedule import Schedule, Window
-from npuprof_launch.inprocess import coexist, endreason, memoryguard, requesttaking, sessionrecord, steptiming
+from npuprof_launch.inprocess import (
+    coexist,
+    endreason,
+    hangwatch,
+    memoryguard,
+    requesttaking,
+    sessionrecord,
+    steptiming,
+)
 from npuprof_launch.inprocess.aftercarejobs import AftercareJobs
 
 #: Seconds between two writes of the record (and of the step times) while the job steps.
@@ -106,6 +114,11 @@ class Session:
         self.call_at = 0
         self._checkpoint_at = 1
         self._poll_at = 1
+        #: The process's hang watch (hangwatch.py), armed at checkpoints; False when off. The pauses
+        #: it saw end: {"step", "seconds", "dumps"} (the stack dumps written by then).
+        self.hang: hangwatch.HangWatch | None | bool = None
+        self._checkpoint_time: float | None = None
+        self.pauses: list[dict] = []
 
         self._windows = list(self.schedule.windows()) if not config.on_demand else []
         self._next = 0
@@ -518,12 +531,25 @@ class Session:
             self.outcomes.append(uncaught)
             self.warnings.append(outcomes.sentence(uncaught))
         self.flush(cause)
+        self._end_hang_watch(how == record.ENDED_EXIT and cause == "exit" and uncaught is None)
         self.ended = how
         self.step_times_file.write(self.times, self.config.step_times)
         if self.step_times_file.written:
             self.step_stats = self.step_times_file.stats(self.results, self.steps, self.config.warmup)
         self._aftercare.wait(AFTERCARE_WAIT_S, self.steps)
         self.write_safely()
+
+    def _end_hang_watch(self, ended_well: bool) -> None:
+        """A process that stopped stepping and then ended well by itself paused at its end (a final
+        evaluation, a save); one stopped by a signal, an error or a kill stays stuck in the report."""
+        if not self.hang:
+            return
+        self.hang.disarm()
+        idle = time.perf_counter() - self.times[-1] if self.times else 0.0
+        if ended_well and self.hang.threshold_s and idle > self.hang.threshold_s:
+            self.pauses.append(
+                {"step": self.steps, "seconds": round(idle, 1), "dumps": self.hang.dumps(), "at_end": True}
+            )
 
     def resume(self) -> None:
         self.ended = None
@@ -550,11 +576,28 @@ class Session:
         if self.steps >= self._checkpoint_at:
             if self._aftercare:
                 self._aftercare.note_ended(self.steps)
+            self._watch_for_hangs(now, step_s)
             self.step_times_file.write(self.times, self.config.step_times)
             self.write_safely()
             # Doubling at first (steps 1, 2, 4, 8, ...): a short run killed without its exit
             # handlers (Ray ends its workers with ray.kill) still leaves a count near the truth.
             self._checkpoint_at = self.steps + min(self.steps, steptiming.steps_in(CHECKPOINT_S, step_s))
+            if self.hang:
+                self.hang.arm(step_s, (self._checkpoint_at - self.steps) * (step_s or CHECKPOINT_S))
+
+    def _watch_for_hangs(self, now: float, step_s: float | None) -> None:
+        """At a checkpoint: a gap between steps longer than the hang threshold was a pause that
+        ended; note it (with the dumps written by then) before the watch is armed again."""
+        if self.hang is None:
+            self.hang = hangwatch.watch_for(self._status_path, self.config.hang_after) or False
+        last, self._checkpoint_time = self._checkpoint_time, now
+        threshold = self.hang.threshold_s if self.hang else None
+        if threshold is None or last is None or now - last <= threshold:
+            return
+        index, gap = hangwatch.longest_gap(self.times)
+        if gap > threshold:
+            step = self.steps - (len(self.times) - 1 - index)
+            self.pauses.append({"step": step - 1, "seconds": round(gap, 1), "dumps": self.hang.dumps()})
 
     def _take_request(self) -> None:
         """On-demand: a new request for this process opens a window at the next step."""

@@ -18,7 +18,7 @@ import os
 
 from npuprof_launch.common import deliverables, names, options, outcomes, processlog
 from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
-from npuprof_launch.launcher import jobview, launch, windowfiles
+from npuprof_launch.launcher import jobview, launch, stallview, windowfiles
 from npuprof_launch.launcher.progress import Progress
 
 TOP_OPERATORS = 5
@@ -79,6 +79,9 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     if not processes and not excluded and not declined and not declared and not replaced and not full:
         problems.append((None, _why_nothing(run, log, idle)))
     job = jobview.summarize(processes, run.get("command") if run else None, (run or {}).get("options"))
+    job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
+    findings.extend(stallview.stall_line(stall) for stall in job["stalls"])
+    findings.extend(stallview.pause_line(pause) for pause in job["pauses"])
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
     for process in processes:
         method = slow_ranks.get((process.get("rank"), process.get("stage")))

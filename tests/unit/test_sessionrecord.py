@@ -92,6 +92,8 @@ def standin(**fields) -> types.SimpleNamespace:
         "profiler_messages": {"error": 1},
         "started_ns": 5,
         "ended": "exit",
+        "hang": False,
+        "pauses": [],
     }
     values.update(fields)
     return types.SimpleNamespace(**values)
