@@ -18,7 +18,7 @@ import os
 
 from npuprof_launch.common import deliverables, names, options, outcomes, processlog
 from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
-from npuprof_launch.launcher import jobview, launch, stallview, windowfiles
+from npuprof_launch.launcher import jobview, launch, slowdowns, stallview, windowfiles
 from npuprof_launch.launcher.progress import Progress
 
 TOP_OPERATORS = 5
@@ -82,6 +82,8 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
     findings.extend(stallview.stall_line(stall) for stall in job["stalls"])
     findings.extend(stallview.pause_line(pause) for pause in job["pauses"])
+    job["slowdowns"] = slowdowns.of_processes(processes, output_dir)
+    findings.extend(slowdowns.text(slowdown) for slowdown in job["slowdowns"])
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
     for process in processes:
         method = slow_ranks.get((process.get("rank"), process.get("stage")))
