@@ -84,6 +84,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     findings.extend(stallview.pause_line(pause) for pause in job["pauses"])
     job["slowdowns"] = slowdowns.of_processes(processes, output_dir)
     findings.extend(slowdowns.text(slowdown) for slowdown in job["slowdowns"])
+    findings.extend(slowdowns.asked_windows(processes))
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
     for process in processes:
         method = slow_ranks.get((process.get("rank"), process.get("stage")))
