@@ -80,8 +80,9 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         problems.append((None, _why_nothing(run, log, idle)))
     job = jobview.summarize(processes, run.get("command") if run else None, (run or {}).get("options"))
     job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
-    findings.extend(stallview.stall_line(stall) for stall in job["stalls"])
+    findings[:0] = [stallview.stall_line(stall) for stall in job["stalls"]]  # the job stopped: said first
     findings.extend(stallview.pause_line(pause) for pause in job["pauses"])
+    job["spikes"] = stallview.unexplained(job["spikes"], job["pauses"])  # a pause's step is told as the pause
     job["slowdowns"] = slowdowns.of_processes(processes, output_dir)
     findings.extend(slowdowns.text(slowdown) for slowdown in job["slowdowns"])
     findings.extend(slowdowns.asked_windows(processes))

@@ -100,11 +100,20 @@ def summarize(records: list[dict], output_dir: str) -> tuple[list[dict], list[di
     return stall_groups, pause_groups
 
 
+def unexplained(spikes: list[dict], pauses: list[dict]) -> list[dict]:
+    """The spikes that are not the step a pause was in (a pause's step is a spike too: said once)."""
+    paused = {(pause["step"] + 1, tuple(pause["ranks"])) for pause in pauses if not pause.get("at_end")}
+    return [spike for spike in spikes if (spike["step"], tuple(spike.get("ranks") or ())) not in paused]
+
+
 def where_text(groups: list[dict]) -> str:
     """``rank 1 in time.sleep (train.py:25); ranks 0, 2-7 in all_reduce (train.py:42)``."""
     parts = []
     for group in groups:
-        who = jobview.who(group["ranks"]) if group["ranks"] else f"{group['processes']} process(es)"
+        if group["ranks"]:
+            who = jobview.who(group["ranks"])
+        else:
+            who = "it was" if group["processes"] == 1 else f"{group['processes']} processes were"
         parts.append(f"{who} {stalls.place_text(group)}")
     return "; ".join(parts)
 
