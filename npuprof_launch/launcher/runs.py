@@ -118,7 +118,8 @@ def given_options(run: dict | None, records: list[dict], output_dir: str) -> dic
     """The options the run was given, as text (as ``cli.given_options`` has them), for a suggested
     run that keeps them all: the launcher's flags where it wrote its account, and every option the
     processes resolved away from its default (an exported NPU_PROF_* variable, the --print-env
-    route), with the output directory always (a suggestion without it profiles into another)."""
+    route), with the output directory always (a suggestion without it profiles into another; as the
+    flag gave it, else absolute)."""
     given: dict[str, str] = {}
     resolved = next((r.get("options") for r in records if "unreadable" not in r and r.get("options")), None) or {}
     scenario = resolved.get("scenario") or None
@@ -132,7 +133,8 @@ def given_options(run: dict | None, records: list[dict], output_dir: str) -> dic
         if value is not None and value != default:
             given[option.name] = option.format(value)
     given.update((run or {}).get("options") or {})
-    given["output-dir"] = os.path.abspath(output_dir)
+    # As the flag was given where there is one: the run's command is relative to the same directory.
+    given.setdefault("output-dir", os.path.abspath(output_dir))
     return given
 
 
@@ -188,7 +190,7 @@ def untracked_traces(output_dir: str, records: list[dict]) -> list[str]:
         for name in sorted(files):
             if name.endswith(names.TORCH_TRACE_SUFFIXES):
                 found.append(os.path.relpath(os.path.join(folder, name), output_dir))
-    return [rel for rel in found if os.path.normpath(rel) not in known]
+    return sorted(rel for rel in found if os.path.normpath(rel) not in known)
 
 
 def _account_path(output_dir: str, run_id: str) -> str:
