@@ -233,8 +233,12 @@ def test_a_second_run_into_the_same_output_dir_overwrites_nothing(out):
     with open(kept, "rb") as handle:
         assert handle.read() == before
     assert "1 process profiled" in second.stderr, "the launcher reports its own run only"
+    # --check reports the latest run and names the first, which --run chooses (never the two merged).
     code, report = check_json(out)
-    assert len(report["processes"]) == 2
+    first_run, second_run = report["runs"]
+    assert len(report["processes"]) == 1 and report["run_id"] == second_run["run_id"]
+    code, report = check_json(out, "--run", first_run["run_id"])
+    assert [p["run_id"] for p in report["processes"]] == [first_run["run_id"]]
 
 
 @pytest.mark.parametrize(
