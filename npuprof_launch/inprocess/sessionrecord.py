@@ -41,6 +41,7 @@ def to_record(session) -> dict:
         "rank_source": session.rank_source,
         "worker": session.worker,
         "run_id": session.run_id,
+        "attempt": names.attempt_of_worker(session.worker),
         "argv": list(sys.argv),
         "state": session.state.value,
         "clock": session.clock_name,
