@@ -23,7 +23,7 @@ import shlex
 import urllib.parse
 
 from npuprof_launch.common import names, stepstats
-from npuprof_launch.launcher import jobview, runs
+from npuprof_launch.launcher import jobview, runs, wording
 from npuprof_launch.launcher.htmlgrid import median_s, process_label, process_windows
 
 #: Operators shown per process in the table.
@@ -38,16 +38,7 @@ PERFETTO = "https://ui.perfetto.dev"
 
 def headline(report: dict, job: dict) -> str:
     """One line of what was profiled: the page's title and the line under its heading."""
-    processes = report.get("processes") or []
-    recorded = [p for p in processes if p.get("windows")]
-    text = count(runs.process_count(recorded), "process") + " profiled"
-    if not processes:
-        return text
-    ranks = sorted({p["rank"] for p in processes if p.get("rank") is not None})
-    hosts = count(job.get("hosts") or 1, "host")
-    where = f"{jobview.who(ranks)} on {hosts}" if ranks else hosts
-    done = f"{job.get('windows_completed', 0)} of {job.get('windows_planned', 0)} windows complete"
-    return f"{text} ({where}{runs.attempts_text(processes)}), {done}"
+    return wording.headline(report.get("processes") or [], job)
 
 
 def header(report: dict, job: dict) -> str:
@@ -206,8 +197,7 @@ def process_table(processes: list[dict], report: dict, job: dict) -> str:
 
 
 def _flagged(process: dict) -> bool:
-    incomplete = (process.get("windows_completed") or 0) < (process.get("windows_planned") or 0)
-    return bool(process.get("slowest_rank") or process.get("errors") or process.get("ended_note") or incomplete)
+    return wording.flagged(process)
 
 
 def _table(rows: list[str], tall: bool = False) -> str:
@@ -305,10 +295,7 @@ def esc(value) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def count(n: int, noun: str) -> str:
-    """``1 process``, ``2,048 processes``."""
-    plural = noun + ("es" if noun.endswith("process") else "s")
-    return f"1 {noun}" if n == 1 else f"{n:,} {plural}"
+count = wording.count
 
 
 def _int(value) -> str:

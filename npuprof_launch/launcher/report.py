@@ -18,7 +18,7 @@ import os
 
 from npuprof_launch.common import deliverables, names, options, outcomes, processlog
 from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
-from npuprof_launch.launcher import jobview, launch, runs, slowdowns, stallview, windowfiles
+from npuprof_launch.launcher import jobview, launch, runs, slowdowns, stallview, windowfiles, wording
 from npuprof_launch.launcher.progress import Progress
 
 TOP_OPERATORS = 5
@@ -263,8 +263,7 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
     stale = record.get("ended") is None and not alive_here(record)
     if stale:
         process["ended_note"] = f"ended without exit handlers; last known step {record.get('steps')}"
-    incomplete = (process["windows_completed"] or 0) < (process["windows_planned"] or 0)
-    if incomplete and not process["errors"]:
+    if wording.incomplete(process) and not process["errors"]:
         problems.append((rank, f"{label}: {_why_incomplete(record, process, run, stale)}"))
     elif stale:
         findings.append(
@@ -321,7 +320,7 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
 def _ran_short(record: dict, done: str, steps) -> str:
     """The job ended normally and really ran short of steps: the schedule's numbers, and the fix."""
     formula = options.schedule_of(record.get("options") or {}).formula()
-    ran = _plural(steps, "step") if isinstance(steps, int) else f"{steps} steps"
+    ran = wording.count(steps, "step") if isinstance(steps, int) else f"{steps} steps"
     return (
         f"{done} windows completed: the job ran {ran}, the schedule needs {formula}; "
         "lower --skip-first/--active/--repeat or run more steps"
@@ -402,14 +401,15 @@ def _why_nothing(run: dict | None, log: list[dict], idle: list[dict]) -> str:
     if not idle:
         count = len(loaded)
         return (
-            f"{prefix}{_plural(count, 'Python process')} loaded the hook, but none imported torch "
+            f"{prefix}{wording.count(count, 'Python process')} loaded the hook, but none imported torch "
             "(the job is not a PyTorch job, or it ended before importing torch)"
         )
     idle_count = sum(1 for line in idle if not line.get("stepped"))
     if ended:
-        return f"{ended} before any step ({_plural(idle_count, 'process')} had imported torch)"
+        return f"{ended} before any step ({wording.count(idle_count, 'process')} had imported torch)"
     return (
-        f"no process saw a step: {_plural(idle_count, 'process')} imported torch but no optimizer.step was called; "
+        f"no process saw a step: {wording.count(idle_count, 'process')} imported torch but no optimizer.step was "
+        "called; "
         "if the job has no optimizer (inference, RL), pass --target MOD:QUALNAME naming the function that runs one step"
     )
 
@@ -427,12 +427,6 @@ def _python_flags(command: list[str] | None) -> str:
             if flag in PYTHON_FLAGS_WITHOUT_HOOK:
                 found.append(f"{flag} ({PYTHON_FLAGS_WITHOUT_HOOK[flag]})")
     return ", ".join(found)
-
-
-def _plural(count: int, noun: str) -> str:
-    if count == 1:
-        return f"1 {noun}"
-    return f"{count} {noun}es" if noun.endswith("process") else f"{count} {noun}s"
 
 
 def _check_traces(
@@ -547,7 +541,7 @@ def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) 
     for (stage, target), counts in reasons.items():
         what = f"stage {stage} ({target})" if stage else f"--target {target}"
         why = "; ".join(
-            f"{reason} ({_plural(n, 'process')})"
+            f"{reason} ({wording.count(n, 'process')})"
             for reason, n in sorted(counts.items(), key=lambda kv: _REASON_ORDER.get(kv[0].split(":")[0], 3))
         )
         prefix = f"{ended}; " if ended else ""
@@ -565,7 +559,7 @@ def _spike_text(spike: dict, job: dict) -> str:
     elif ranks:
         where = jobview.who(ranks)
     else:
-        where = _plural(spike["processes"], "process")
+        where = wording.count(spike["processes"], "process")
     stage = f"stage {spike['stage']} " if spike.get("stage") else ""
     text = f"{stage}step {spike['step']}: {where}, {spike['vs_median']:.1f}x the median"
     text += f" ({spike['step_s'] * 1e3:.1f} ms)"

@@ -8,7 +8,7 @@ rank, the next command to run, and how to open what was written.
 from __future__ import annotations
 
 from npuprof_launch.common import names
-from npuprof_launch.launcher import jobview, runs
+from npuprof_launch.launcher import jobview, runs, wording
 
 #: Rows shown before "... and N more".
 ROWS_SHOWN = 8
@@ -34,7 +34,7 @@ def format_table(report: dict, verbose: bool = False) -> str:
     job = report.get("job") or {}
     out = report["output_dir"]
     recorded = [p for p in processes if p.get("windows")]
-    lines.append(f"{names.VOICE} {_headline(processes, recorded, job)}; output in {out}")
+    lines.append(f"{names.VOICE} {wording.headline(processes, job)}; output in {out}")
     others = runs.others_text(report.get("runs") or [], report.get("run_id"), out)
     if others:
         lines.append(f"{names.VOICE} {others}")
@@ -57,21 +57,21 @@ def format_table(report: dict, verbose: bool = False) -> str:
         )
     stepped = len(processes) - len(recorded)
     if stepped:
-        lines.append(f"  {_count(stepped, 'process')} stepped but recorded no window")
+        lines.append(f"  {wording.count(stepped, 'process')} stepped but recorded no window")
     if report.get("replaced"):
         lines.append(
-            f"  {_count(len(report['replaced']), 'process')} replaced itself with os.exec and counted on there"
+            f"  {wording.count(len(report['replaced']), 'process')} replaced itself with os.exec and counted on there"
         )
     left_out = report.get("left_out")
     if left_out:
         by = f"left out by {left_out['option']}" if left_out.get("option") else "not meant to profile"
         lines.append(
-            f"  {jobview.who(left_out['ranks'])} ({_count(left_out['processes'], 'process')}): {by}, "
+            f"  {jobview.who(left_out['ranks'])} ({wording.count(left_out['processes'], 'process')}): {by}, "
             "stepped without a profiler"
         )
     if report.get("idle_processes"):
         n = report["idle_processes"]
-        lines.append(f"  {_count(n, 'other process')} imported torch but never stepped")
+        lines.append(f"  {wording.count(n, 'other process')} imported torch but never stepped")
     if report.get("findings"):
         lines.append(f"{names.VOICE} findings:")
         lines.extend(f"  - {finding}" for finding in report["findings"])
@@ -91,28 +91,9 @@ def format_table(report: dict, verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _count(n: int, noun: str) -> str:
-    plural = noun + ("es" if noun.endswith("process") else "s")
-    return f"1 {noun}" if n == 1 else f"{n} {plural}"
-
-
-def _headline(processes: list[dict], recorded: list[dict], job: dict) -> str:
-    text = f"{_count(runs.process_count(recorded), 'process')} profiled"
-    if not processes:
-        return text
-    ranks = sorted({p["rank"] for p in processes if p.get("rank") is not None})
-    hosts = job.get("hosts") or 1
-    where = f"{jobview.who(ranks)} on {_count(hosts, 'host')}" if ranks else _count(hosts, "host")
-    done = f"{job.get('windows_completed', 0)} of {job.get('windows_planned', 0)} windows complete"
-    return f"{text} ({where}{runs.attempts_text(processes)}), {done}"
-
-
 def _rows_to_show(processes: list[dict], report: dict) -> list[dict]:
     """The first few rows, then every row that has a problem, an error or a finding."""
-    flagged = {id(p) for p in processes if p.get("errors") or p.get("slowest_rank") or p.get("ended_note")}
-    incomplete = {id(p) for p in processes if (p.get("windows_completed") or 0) < (p.get("windows_planned") or 0)}
-    marked = flagged | incomplete
-    return [p for index, p in enumerate(processes) if index < ROWS_SHOWN or id(p) in marked]
+    return [p for index, p in enumerate(processes) if index < ROWS_SHOWN or wording.flagged(p)]
 
 
 def _row(process: dict) -> list[str]:
