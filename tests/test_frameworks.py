@@ -143,3 +143,27 @@ def test_job_own_torch_profiler_never_overlaps_ours(tmp_path, args, outcome):
     assert record["windows_completed"] == 0
     assert record["partial_traces"] == (1 if outcome == "cut-short" else 0)
     assert len(step_counts(out)) == record["partial_traces"]
+
+
+def test_a_keras_job_is_told_the_target_that_runs_its_steps_and_that_target_works(tmp_path, monkeypatch):
+    """Keras 3 on torch has an optimizer, not a torch.optim one: the reason names keras and the
+    --target of one of its steps, and that target, given as printed, profiles the steps."""
+    monkeypatch.setenv("KERAS_BACKEND", "torch")  # else keras imports tensorflow
+    needs("keras")
+    env = clean_env(KERAS_BACKEND="torch")
+    out = str(tmp_path / "out")
+    first = npuprof(["--output-dir", out, "--", sys.executable, script("keras_job.py")], env=env)
+    code, report = check_json(out)
+    assert code == 1 and not report["passed"]
+    (reason,) = report["problems"]
+    target = "keras.src.backend.torch.trainer:TorchTrainer.train_step"
+    assert f"it imported keras, whose steps are not torch.optim's: pass --target {target}" in reason, reason
+    assert target in first.stderr
+    again = str(tmp_path / "again")
+    result = npuprof(
+        ["--target", target, *SCHEDULE, "--output-dir", again, "--", sys.executable, script("keras_job.py")], env=env
+    )
+    assert_ok(result)
+    assert step_counts(again) == [2]
+    (record,) = status_records(again)
+    assert record["steps"] == 8, "64 samples in batches of 8"

@@ -43,6 +43,18 @@ def log_loaded(environ=os.environ) -> None:
         pass
 
 
+#: Training frameworks whose steps are no torch.optim step, and a function that runs one of their
+#: steps (for --target), or None when none is known: an idle process names those it imported.
+FRAMEWORK_STEPS = {
+    "keras": "keras.src.backend.torch.trainer:TorchTrainer.train_step",
+    "vllm": "vllm.v1.worker.gpu_worker:Worker.execute_model",
+    "sglang": None,
+    "jax": None,
+    "tensorflow": None,
+    "mindspore": None,
+}
+
+
 def log_idle(environ, declared: list[dict], stepped: bool) -> None:
     """At exit: a process that imported torch (or a declared function's module) and made no step,
     or whose declared functions made none here, with the reasons."""
@@ -65,6 +77,7 @@ def log_idle(environ, declared: list[dict], stepped: bool) -> None:
         "argv": sys.argv[:3],
         "stepped": stepped,
         "declared": declared,
+        "frameworks": [name for name in FRAMEWORK_STEPS if name in sys.modules],
     }
     files.append_line(path, json.dumps(line))
 

@@ -407,11 +407,7 @@ def _why_nothing(run: dict | None, log: list[dict], idle: list[dict]) -> str:
     idle_count = sum(1 for line in idle if not line.get("stepped"))
     if ended:
         return f"{ended} before any step ({wording.count(idle_count, 'process')} had imported torch)"
-    return (
-        f"no process saw a step: {wording.count(idle_count, 'process')} imported torch but no optimizer.step was "
-        "called; "
-        "if the job has no optimizer (inference, RL), pass --target MOD:QUALNAME naming the function that runs one step"
-    )
+    return wording.no_step(idle_count, idle)
 
 
 def _python_flags(command: list[str] | None) -> str:

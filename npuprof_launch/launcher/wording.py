@@ -3,6 +3,7 @@ reasons all say a count, the headline and "incomplete" through here, so they nev
 
 from __future__ import annotations
 
+from npuprof_launch.common import processlog
 from npuprof_launch.launcher import jobview, runs
 
 
@@ -40,3 +41,23 @@ def headline(processes: list[dict], job: dict) -> str:
         whose = jobview.who(stall["ranks"]) if stall.get("ranks") else count(stall["processes"], "process")
         text += f"; the job stopped stepping on {whose} (after step {stall['since_step']} or a few more)"
     return text
+
+
+def no_step(idle_count: int, idle: list[dict]) -> str:
+    """Why no process stepped when they imported torch: naming the training frameworks they
+    imported (processlog.FRAMEWORK_STEPS) and, where one is known, the --target that runs a step."""
+    head = f"no process saw a step: {count(idle_count, 'process')} imported torch but no optimizer.step was called"
+    seen = sorted({name for line in idle for name in line.get("frameworks") or ()})
+    steps = [(name, processlog.FRAMEWORK_STEPS[name]) for name in seen if processlog.FRAMEWORK_STEPS.get(name)]
+    if steps:
+        name, target = steps[0]
+        return f"{head}; it imported {name}, whose steps are not torch.optim's: pass --target {target} (one of them)"
+    if seen:
+        return (
+            f"{head}; it imported {', '.join(seen)}, whose steps are not torch.optim's: pass --target MOD:QUALNAME "
+            "naming the function that runs one of its steps"
+        )
+    return (
+        f"{head}; if the job has no optimizer (inference, RL), pass --target MOD:QUALNAME naming the function that "
+        "runs one step"
+    )
