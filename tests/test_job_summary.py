@@ -52,7 +52,7 @@ def test_the_summary_names_the_slow_rank_and_the_spike(straggler_run):
     code, report = check_json(out)
     assert code == 0, report["problems"]
     job = report["job"]
-    assert job["processes"] == 4 and job["ranks"] == 4 and job["hosts"] == 1 and job["steps"] == 12
+    assert job["processes"] == 4 and job["ranks"] == 4 and job["hosts"] == 1 and job["steps"] == 20
     assert set(job["step_time_s"]) == {"median", "p90", "max"}
     assert job["slow_ranks"][0]["rank"] == 2, job["slow_ranks"]
     assert job["slow_ranks"][0]["method"] == ("collectives" if mode == "lockstep" else "step_times")

@@ -377,6 +377,8 @@ def median_chart(grid: Grid, job: dict) -> str:
                 "one's, since the others wait for it inside the collective; so its median step time need not stand "
                 "out. The traces tell instead: it is the one that waits least in its collectives.</p>"
             )
+    elif job.get("no_rank_stands_out"):
+        parts.append(f"<p>No rank stands out: {esc(job['no_rank_stands_out'])}.</p>")
     else:
         parts.append("<p>No rank stands out.</p>")
     medians = [m for m in grid.medians if m]
@@ -397,8 +399,9 @@ def median_chart(grid: Grid, job: dict) -> str:
             )
         parts.append(f'<table class="bars">{"".join(rows)}</table>')
         parts.append(
-            '<p class="caption">The median of each process\'s step times over the whole run (the windows and the '
-            "warm-up steps included).</p>"
+            '<p class="caption">The median of each process\'s step times over the whole run, but the steps the '
+            "tool's windows ran in (each window and the steps that start and stop it); the warm-up steps included."
+            "</p>"
         )
     parts.append("</section>\n")
     return "".join(parts)

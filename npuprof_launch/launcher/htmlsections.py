@@ -120,6 +120,13 @@ def problems_and_findings(report: dict) -> str:
         parts.append(f'<div class="box note"><h3>Findings</h3><ul>{items}</ul></div>')
     elif report.get("processes"):
         parts.append('<div class="box"><h3>Findings</h3><p>No slow rank and no spike stood out.</p></div>')
+    job = report.get("job") or {}
+    if job.get("no_rank_stands_out"):
+        parts.append(f"<p>No rank stands out: {esc(job['no_rank_stands_out'])}.</p>")
+    tool_lines = (job.get("tool_steps") or {}).get("lines") or ()
+    if tool_lines:
+        items = "".join(f"<li>{esc(line)}</li>" for line in tool_lines)
+        parts.append(f'<div class="box"><h3>The tool\'s own steps</h3><ul>{items}</ul></div>')
     for name in report.get("replaced") or ():
         parts.append(f"<p>{esc(name)} replaced itself with os.exec and counted on there.</p>")
     if report.get("idle_processes"):
@@ -168,8 +175,13 @@ def next_commands(job: dict) -> str:
     if not suggestions:
         return ""
     items = "".join(f"<li><pre><code>{esc(s)}</code></pre></li>" for s in suggestions)
+    on = [
+        what
+        for what, found in (("the worst spike", job.get("spikes")), ("the slow rank", job.get("slow_ranks")))
+        if found
+    ]
     return (
-        '<section id="next"><h2>Next</h2><p>To look closer: a window on the worst spike, and one on the slow rank.</p>'
+        f'<section id="next"><h2>Next</h2><p>To look closer: a window on {" and one on ".join(on)}.</p>'
         f'<ol class="commands">{items}</ol></section>\n'
     )
 
