@@ -28,9 +28,9 @@ SPIKES_SHOWN = 5
 #: from each rank's file), and at most this many slow ranks named (the next among the rest each time).
 COMPARED_STEPS = 1024
 SLOW_RANKS_TESTED = 3
-#: In lockstep: a rank whose time in collectives is below this fraction of every other rank's is
-#: the one they wait for, when they spend at least COLLECTIVE_SHARE of their window in collectives
-#: and the window held COLLECTIVE_MIN_STEPS recorded steps.
+#: In lockstep: a rank whose time in collectives is below this fraction of the others' median (and
+#: beyond their spread) is the one they wait for, when they spend at least COLLECTIVE_SHARE of their
+#: window in collectives and the window held COLLECTIVE_MIN_STEPS recorded steps.
 COLLECTIVE_RATIO = 0.5
 COLLECTIVE_SHARE = 0.10
 COLLECTIVE_MIN_STEPS = 3
@@ -204,8 +204,9 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
 
     Named only from windows of COLLECTIVE_MIN_STEPS recorded steps or more (tried: a healthy 4-rank
     job was told "rank 1 is the one the others wait for" from 2 steps of waits), and only with a
-    large margin: below COLLECTIVE_RATIO of every other rank's time in collectives, not of their
-    median, so that one rank that happened to arrive last in a few collectives is no finding."""
+    margin that beats the spread between ranks: below COLLECTIVE_RATIO of the others' median, and
+    further below the least of them than they are spread among themselves, so that one rank that
+    happened to arrive last in a few collectives is no finding."""
     measured = [p for p in group if p.get("collective_s") is not None and p.get("window_s")]
     if len(measured) < 2:
         return []
@@ -217,9 +218,11 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
         share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
         own = process["collective_s"]
         low = min(p["collective_s"] for p in others)
-        if recorded < COLLECTIVE_MIN_STEPS or share < COLLECTIVE_SHARE or own >= low * COLLECTIVE_RATIO:
-            continue
         high = max(p["collective_s"] for p in others)
+        if recorded < COLLECTIVE_MIN_STEPS or share < COLLECTIVE_SHARE or own >= typical * COLLECTIVE_RATIO:
+            continue
+        if own >= low - (high - low):
+            continue
         steps = process.get("window_label") or "its window"
         span = f"{low * 1e3:.0f}-{high * 1e3:.0f} ms" if high - low > 5e-4 else f"{high * 1e3:.0f} ms"
         found.append(
@@ -232,7 +235,7 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
                 "others_min_collective_s": low,
                 "steps": recorded,
                 "ratio": round(own / low, 3) if low else 0.0,
-                "test": "least time in collectives, below every other rank's by a margin",
+                "test": "least time in collectives, below half the others' median and beyond their spread",
                 "level": COLLECTIVE_RATIO,
                 "evidence": f"in {steps} it spent {own * 1e3:.0f} ms in collectives against {span} on the other ranks: "
                 "the others wait for it",
@@ -252,44 +255,54 @@ def _recorded_steps(process: dict) -> int:
 def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict]]:
     """Spikes grouped by step across ranks (lockstep spreads one rank's spike to all), worst first;
     and apart, those beside the tool's aftercare that the step times cannot tell from its cost
-    (findings.spike_beside_aftercare)."""
+    (findings.spike_beside_aftercare): a rank's spike there is named only on its own evidence."""
     by_step: dict[tuple, list[dict]] = {}
     for process in timed:
         stats = process["step_stats"]
         for spike in stats["spikes"]:
             key = (tuple(_stage_of(process).items()), spike["step"])  # a stage's steps are its own calls
-            by_step.setdefault(key, []).append({**spike, "rank": process.get("rank"), "median_s": stats["median_s"]})
+            item = {**spike, "rank": process.get("rank")}
+            if spike.get("beside_aftercare"):
+                # Old records lack the aftercare's cost: undecidable, as their step times cannot tell.
+                item["verdict"] = (
+                    findings.spike_beside_aftercare(
+                        spike["step_s"] - stats["median_s"], spike.get("aftercare_others_s")
+                    )
+                    if "aftercare_others_s" in spike
+                    else (False, "beside the tool's aftercare, its cost not recorded")
+                )
+            by_step.setdefault(key, []).append(item)
     grouped, undecidable = [], []
     for (stage, step), items in by_step.items():
-        worst = max(items, key=lambda item: item["vs_median"])
-        group = {
-            **dict(stage),
-            "step": step,
-            "ranks": sorted(item["rank"] for item in items if item["rank"] is not None),
-            "processes": len(items),
-            "step_s": worst["step_s"],
-            "vs_median": round(worst["vs_median"], 2),
-            "test": f"over {stepstats.SPIKE_RATIO:g}x its rank's median and {stepstats.SPIKE_MIN_S * 1e3:g} ms longer",
-        }
-        if all(item.get("beside_aftercare") for item in items):
+        named = [item for item in items if item.get("verdict", (True, ""))[0]]
+        unnamed = [item for item in items if not item.get("verdict", (True, ""))[0]]
+        if named:
+            group = _spike_group(dict(stage), step, named)
+            if all(item.get("beside_aftercare") for item in named):
+                group["beside_aftercare"] = True
+                group["evidence"] = max(named, key=lambda item: item["vs_median"])["verdict"][1]
+            grouped.append(group)
+        if unnamed:
+            group = _spike_group(dict(stage), step, unnamed)
             group["beside_aftercare"] = True
-            # The job's if any process's spike there is beyond what the aftercare explains.
-            verdicts = [
-                findings.spike_beside_aftercare(item["step_s"] - item["median_s"], item.get("aftercare_others_s"))
-                if "aftercare_others_s" in item
-                else (False, "")
-                for item in items
-            ]
-            theirs = [text for found, text in verdicts if found]
-            if not theirs:
-                group["undecidable"] = next((text for _, text in verdicts if text), "beside the tool's aftercare")
-                undecidable.append(group)
-                continue
-            group["evidence"] = theirs[0]
-        grouped.append(group)
+            group["undecidable"] = max(unnamed, key=lambda item: item["vs_median"])["verdict"][1]
+            undecidable.append(group)
     grouped.sort(key=lambda item: (-item["vs_median"], item["step"]))
     undecidable.sort(key=lambda item: (-item["vs_median"], item["step"]))
     return grouped[:SPIKES_SHOWN], undecidable[:SPIKES_SHOWN]
+
+
+def _spike_group(stage: dict, step: int, items: list[dict]) -> dict:
+    worst = max(items, key=lambda item: item["vs_median"])
+    return {
+        **stage,
+        "step": step,
+        "ranks": sorted(item["rank"] for item in items if item["rank"] is not None),
+        "processes": len(items),
+        "step_s": worst["step_s"],
+        "vs_median": round(worst["vs_median"], 2),
+        "test": f"over {stepstats.SPIKE_RATIO:g}x its rank's median and {stepstats.SPIKE_MIN_S * 1e3:g} ms longer",
+    }
 
 
 def _slowdowns(timed: list[dict], series: dict) -> list[dict]:

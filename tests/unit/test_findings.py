@@ -155,3 +155,14 @@ def test_a_long_series_is_tested_on_blocks_and_keeps_the_step():
     slowed = [0.010 if step < 60_000 else 0.020 for step in steps]
     found = findings.slowdown(steps, slowed)
     assert found and abs(found["step"] - 60_000) <= 400 and found["steps"] == findings.SLOWDOWN_BLOCKS
+
+
+def test_at_one_step_a_rank_s_overwhelming_spike_is_named_and_another_rank_s_small_one_stays_undecidable():
+    tool = stepstats.ToolSteps([WINDOW], steps=40)
+    rows = []
+    for rank, slow in ((1, {14: 0.400}), (3, {14: 0.090})):
+        durations = durations_with(slow)
+        rows.append({"rank": rank, "steps": 40, "step_stats": stepstats.rank_stats(durations, tool)})
+    job = jobview.summarize(rows)
+    assert [(spike["step"], spike["ranks"]) for spike in job["spikes"]] == [(14, [1])]
+    assert [(spike["step"], spike["ranks"]) for spike in job["undecidable_spikes"]] == [(14, [3])]
