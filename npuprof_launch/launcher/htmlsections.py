@@ -141,8 +141,9 @@ def spike_table(job: dict) -> str:
     head = '<section id="spikes"><h2>Spikes</h2>'
     if not spikes:
         return (
-            f"{head}<p>No step took {stepstats.SPIKE_RATIO:g}x its rank's median or more (the first "
-            f"{stepstats.WARMUP_STEPS} timed steps and the profiled steps do not count).</p></section>\n"
+            f"{head}<p>No step of the job's took {stepstats.SPIKE_RATIO:g}x its rank's median or more (the first "
+            f"{stepstats.WARMUP_STEPS} timed steps and the profiled steps do not count; those beside the tool's "
+            "aftercare that its cost may explain are told apart, above).</p></section>\n"
         )
     rows = []
     ranks_total = job.get("ranks") or 0
@@ -165,7 +166,9 @@ def spike_table(job: dict) -> str:
         f'<tbody>{"".join(rows)}</tbody></table><p class="caption">A spike: a step '
         f"{stepstats.SPIKE_RATIO:g}x its rank's median or more "
         f"(and {stepstats.SPIKE_MIN_S * 1e3:g} ms longer); the worst "
-        f"{jobview.SPIKES_SHOWN} are shown. In lockstep one rank's stall spreads to all.</p></section>\n"
+        f"{jobview.SPIKES_SHOWN} are shown. In lockstep one rank's stall spreads to all. Not counted: the first "
+        f"{stepstats.WARMUP_STEPS} timed steps, the profiled steps, and those beside the tool's aftercare that its "
+        "cost may explain (told apart, above).</p></section>\n"
     )
 
 
