@@ -166,3 +166,14 @@ def test_at_one_step_a_rank_s_overwhelming_spike_is_named_and_another_rank_s_sma
     job = jobview.summarize(rows)
     assert [(spike["step"], spike["ranks"]) for spike in job["spikes"]] == [(14, [1])]
     assert [(spike["step"], spike["ranks"]) for spike in job["undecidable_spikes"]] == [(14, [3])]
+
+
+def test_a_rank_slowest_in_nearly_every_one_of_few_steps_is_told_as_too_few_steps_not_as_overlap():
+    """The straggler example's old 12 steps left 6 to compare: rank 2 slowest in 5 (a stall on rank 1 in the sixth)."""
+    series = ranks_of(4, 6, 0.001, 0.02, seed=0, slow={2: 30.0})
+    series[1][0] = 0.4
+    verdict = findings.slow_rank(series)
+    assert not verdict["found"] and verdict["slowest_in"] == 5
+    assert (
+        verdict["reason"].startswith("too few steps to tell: rank 2 (") and "at least 6 such steps" in verdict["reason"]
+    )
