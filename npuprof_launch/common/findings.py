@@ -1,5 +1,5 @@
-"""The statistics behind the job's findings: when a rank is slow, when a spike is the job's, when
-the job slowed down, and, when the evidence is too thin, why no finding is made.
+"""The statistics behind the job's findings: when a rank is slow, when a spike is the job's, and,
+when the evidence is too thin, why no finding is made.
 
 A user acts on a finding (the next run profiles it), so a finding is made only when chance and the
 tool's own work cannot explain it; otherwise the answer is "no rank stands out" with its reason.
@@ -28,20 +28,13 @@ NOISE_S = 0.001
 #: With three ranks or more, the slow rank also stands beyond this many median absolute
 #: deviations of the other ranks' medians: the spread between ranks that are alike.
 SPREAD_MADS = 3.0
-SLOW_RANK_TEST = "slowest-rank binomial test"
+SLOW_RANK_TEST = "per-step binomial test"
 #: A spike beside a window's aftercare is the job's when its excess over the median exceeds this
 #: many times the worst excess of the other aftercare-touched steps, and AFTERCARE_FLOOR_S: the
 #: aftercare was seen to cost one step up to about 50 ms on a busy 2-core machine (issue 25: a
 #: 40.6 ms step 9 of the README's run; up to 101x of a 0.5 ms step), so 0.2 s is 4x that.
 AFTERCARE_FACTOR = 5.0
 AFTERCARE_FLOOR_S = 0.2
-#: A slowdown: from some step on, the job's steps are this much slower than before it...
-SLOWDOWN_RATIO = 1.25
-#: ...with this many steps at least on each side of the change.
-SLOWDOWN_MIN_SIDE = 8
-#: Longer series are tested on the medians of this many blocks of consecutive steps.
-SLOWDOWN_BLOCKS = 256
-SLOWDOWN_TEST = "Mann-Whitney U change point"
 
 
 def binomial_tail(k: int, n: int, p: float) -> float:
@@ -51,7 +44,7 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(1.0, sum(math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(k, n + 1)))
 
 
-def slow_rank(series: dict, ms=None) -> dict:
+def slow_rank(series: dict) -> dict:
     """Whether one rank's steps are slower than the others', out of lockstep.
 
     ``series``: each rank's durations of the same steps, in the same order (the steps every rank
@@ -59,14 +52,18 @@ def slow_rank(series: dict, ms=None) -> dict:
     with its evidence, or ``{"found": False, "reason": ONE LINE, ...}``.
 
     The rule, and why: the candidate is the rank with the highest median. Where ranks are alike,
-    each is the slowest of the m ranks in a step with chance 1/m, so the steps in which the
-    candidate is the slowest of all follow Binomial(n, 1/m); it is named only when that count is
-    beyond chance at LEVEL, after multiplying by m for having picked it (Bonferroni). Counting
-    steps, not summing times, makes one stall unable to make a rank slow, and comparing ranks step
-    by step makes what the machine did to all of them at once cancel. A consistent difference can
-    still come from the host (which core a process got), so the effect must also be worth acting
-    on: SLOW_RANK_RATIO and NOISE_S over the others' median, and with three ranks or more beyond
-    SPREAD_MADS of the spread between the others. At least MIN_SHARED_STEPS shared steps.
+    each is the slowest of the m ranks in a step with chance 1/m, and above the others' median
+    with chance 1/2; so the steps in which the candidate is the slowest of all follow
+    Binomial(n, 1/m), and those in which it is above the others' median Binomial(n, 1/2). The
+    first is strong on few steps, the second on a busy machine, where another rank is now and then
+    the slowest of a step. It is named only when one count is beyond chance at LEVEL, after
+    multiplying by m for having picked it and by 2 for the two counts (Bonferroni; with two ranks
+    they are one count). Counting steps, not summing times, makes one stall unable to make a rank
+    slow, and comparing ranks step by step makes what the machine did to all of them at once cancel.
+    A consistent difference can still come from the host (which core a process got), so the effect
+    must also be worth acting on: SLOW_RANK_RATIO and NOISE_S over the others' median, and with
+    three ranks or more beyond SPREAD_MADS of the spread between the others. At least
+    MIN_SHARED_STEPS shared steps.
     """
     ranks = list(series)
     n = min((len(values) for values in series.values()), default=0)
@@ -84,13 +81,20 @@ def slow_rank(series: dict, ms=None) -> dict:
     others = [rank for rank in ranks if rank != candidate]
     own = series[candidate]
     slowest = sum(1 for i in range(n) if all(own[i] > series[other][i] for other in others))
-    typical = median(median(series[other][i] for other in others) for i in range(n))
-    p_value = min(1.0, len(ranks) * binomial_tail(slowest, n, 1 / len(ranks)))
+    theirs = [median(series[other][i] for other in others) for i in range(n)]
+    above = sum(1 for i in range(n) if own[i] > theirs[i])
+    typical = median(theirs)
+    m = len(ranks)
+    p_value = m * binomial_tail(slowest, n, 1 / m)
+    if m > 2:
+        p_value = 2 * min(p_value, m * binomial_tail(above, n, 0.5))
+    p_value = min(1.0, p_value)
     ratio = medians[candidate] / typical if typical > 0 else math.inf
     evidence = {
         "rank": candidate,
         "steps": n,
         "slowest_in": slowest,
+        "above_others_in": above,
         "ranks_compared": len(ranks),
         "step_s": medians[candidate],
         "others_step_s": typical,
@@ -110,7 +114,7 @@ def slow_rank(series: dict, ms=None) -> dict:
         reason = f"{who}'s median step is {ratio:.2f}x the others' (at least {SLOW_RANK_RATIO:.2f}x is a finding)"
         return {"found": False, "reason": reason, **evidence}
     if p_value >= LEVEL and slowest >= 0.8 * n:
-        needed = next(steps for steps in range(1, 64) if len(ranks) * len(ranks) ** -steps < LEVEL)
+        needed = next(steps for steps in range(1, 64) if (2 if m > 2 else 1) * m * m**-steps < LEVEL)
         reason = (
             f"too few steps to tell: {who} ({ratio:.2f}x by median) was the slowest rank in {slowest} of {n} shared "
             f"steps (p = {p_value:.2g} by the {SLOW_RANK_TEST}; with {len(ranks)} ranks p < {LEVEL:g} takes at "
@@ -119,8 +123,9 @@ def slow_rank(series: dict, ms=None) -> dict:
         return {"found": False, "reason": reason, **evidence}
     if p_value >= LEVEL:
         reason = (
-            f"the ranks' step times overlap: {who}, the slowest by median ({ratio:.2f}x), was the slowest rank in "
-            f"{slowest} of {n} steps (p = {p_value:.2g} by the {SLOW_RANK_TEST}; a finding needs p < {LEVEL:g})"
+            f"the ranks' step times overlap: {who}, the slowest by median ({ratio:.2f}x), was above the others' "
+            f"median in {above} of {n} steps and the slowest rank in {slowest} (p = {p_value:.2g} by the "
+            f"{SLOW_RANK_TEST}; a finding needs p < {LEVEL:g})"
         )
         return {"found": False, "reason": reason, **evidence}
     if len(others) >= 2:
@@ -131,9 +136,9 @@ def slow_rank(series: dict, ms=None) -> dict:
             reason = f"{who}'s median step is within {SPREAD_MADS:g} deviations of the spread between the other ranks"
             return {"found": False, "reason": reason, **evidence}
     text = (
-        f"median step {_ms(medians[candidate])} against {_ms(typical)} on the other ranks ({ratio:.2f}x); the "
-        f"slowest of {len(ranks)} ranks in {slowest} of {n} steps (p = {p_value:.2g}, {SLOW_RANK_TEST}, "
-        f"level {LEVEL:g})"
+        f"median step {_ms(medians[candidate])} against {_ms(typical)} on the other ranks ({ratio:.2f}x); above "
+        f"their median in {above} of {n} steps, the slowest of {m} ranks in {slowest} (p = {p_value:.2g}, "
+        f"{SLOW_RANK_TEST}, level {LEVEL:g})"
     )
     return {"found": True, "evidence": text, **evidence}
 
@@ -160,68 +165,6 @@ def spike_beside_aftercare(excess_s: float, others_excess_s: float | None) -> tu
         f"{_ms(excess_s)} over the median while the tool's aftercare ran beside it (up to {_ms(others)} on the other "
         f"steps it touched): the job's or the tool's, the step times cannot tell; a finding needs over {_ms(bound)}"
     )
-
-
-def slowdown(steps: list[int], durations: list[float]) -> dict | None:
-    """Where the job's steps became slower and stayed so: ``{"step", "ratio", "before_s", "after_s",
-    "test", "level", "p_value", "steps"}``, or None.
-
-    ``steps``/``durations``: one process's own steps (past warm-up, outside the tool's steps and
-    those beside its aftercare, which slow the steps after a window by themselves). Each split
-    with SLOWDOWN_MIN_SIDE steps on both sides is tested with the Mann-Whitney U test (steps after
-    it slower than before, normal approximation); the best split is named when its p-value times
-    the number of splits tried (Bonferroni) is below LEVEL, its medians differ by SLOWDOWN_RATIO
-    and NOISE_S. A rank test: one stall cannot make a slowdown, nor a few slow steps at the end.
-    """
-    if len(durations) > SLOWDOWN_BLOCKS * 2:
-        size = len(durations) / SLOWDOWN_BLOCKS
-        cuts = [round(i * size) for i in range(SLOWDOWN_BLOCKS + 1)]
-        steps = [steps[cuts[i]] for i in range(SLOWDOWN_BLOCKS)]
-        durations = [median(durations[cuts[i] : cuts[i + 1]]) for i in range(SLOWDOWN_BLOCKS)]
-    n = len(durations)
-    if n < 2 * SLOWDOWN_MIN_SIDE:
-        return None
-    ranks = _ranks(durations)
-    best = None
-    suffix = sum(ranks[SLOWDOWN_MIN_SIDE:])
-    for split in range(SLOWDOWN_MIN_SIDE, n - SLOWDOWN_MIN_SIDE + 1):
-        after = n - split
-        u = suffix - after * (after + 1) / 2
-        z = (u - split * after / 2) / math.sqrt(split * after * (n + 1) / 12)
-        if best is None or z > best[0]:
-            best = (z, split)
-        suffix -= ranks[split]
-    z, split = best
-    tried = n - 2 * SLOWDOWN_MIN_SIDE + 1
-    p_value = min(1.0, tried * 0.5 * math.erfc(z / math.sqrt(2)))
-    before, after = median(durations[:split]), median(durations[split:])
-    if p_value >= LEVEL or after < before * SLOWDOWN_RATIO or after - before < NOISE_S:
-        return None
-    return {
-        "step": steps[split],
-        "ratio": round(after / before, 3),
-        "before_s": before,
-        "after_s": after,
-        "steps": n,
-        "test": SLOWDOWN_TEST,
-        "level": LEVEL,
-        "p_value": p_value,
-    }
-
-
-def _ranks(values: list[float]) -> list[float]:
-    """Ranks 1..n of ``values``, ties given their average rank."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        for index in order[start : end + 1]:
-            ranks[index] = (start + end) / 2 + 1
-        start = end + 1
-    return ranks
 
 
 def _ms(seconds: float) -> str:

@@ -117,7 +117,6 @@ def summarize(
         "slow_rank_verdict": None,
         "spikes": [],
         "undecidable_spikes": [],
-        "slowdowns": [],
         "tool_steps": None,
         "window_steps": [],
         "suggestions": [],
@@ -145,7 +144,6 @@ def summarize(
         if not job["slow_ranks"]:
             job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
     job["spikes"], job["undecidable_spikes"] = _spikes(timed)
-    job["slowdowns"] = _slowdowns(timed, series)
     job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], job["undecidable_spikes"])
     job["window_steps"] = _window_steps(processes)
     job["suggestions"] = _suggestions(job, command, given or {})
@@ -303,48 +301,6 @@ def _spike_group(stage: dict, step: int, items: list[dict]) -> dict:
         "vs_median": round(worst["vs_median"], 2),
         "test": f"over {stepstats.SPIKE_RATIO:g}x its rank's median and {stepstats.SPIKE_MIN_S * 1e3:g} ms longer",
     }
-
-
-def _slowdowns(timed: list[dict], series: dict) -> list[dict]:
-    """Where processes' steps became slower and stayed so (findings.slowdown), one entry per stage,
-    over each process's own steps past warm-up, outside the tool's steps and its aftercare."""
-    by_stage: dict[tuple, list[tuple[dict, dict]]] = {}
-    for process in timed:
-        steps = series.get(id(process))
-        if steps is None:
-            continue
-        first = max(steps.first, stepstats.WARMUP_STEPS + 2)
-        own = [
-            step
-            for step in range(first, steps.first + len(steps.durations))
-            if step not in steps.tool and not steps.tool.beside_aftercare(step)
-        ]
-        found = findings.slowdown(own, [steps.durations[step - steps.first] for step in own])
-        if found:
-            by_stage.setdefault(tuple(_stage_of(process).items()), []).append((process, found))
-    slowdowns = []
-    for stage, items in by_stage.items():
-        steps = sorted(found["step"] for _, found in items)
-        worst = max((found for _, found in items), key=lambda found: found["p_value"])
-        entry = {
-            **dict(stage),
-            "step": steps[len(steps) // 2],
-            "ranks": sorted(p["rank"] for p, _ in items if p.get("rank") is not None),
-            "processes": len(items),
-            "ratio": round(stepstats.quantile(sorted(found["ratio"] for _, found in items), 0.5), 3),
-            "before_s": worst["before_s"],
-            "after_s": worst["after_s"],
-            "test": worst["test"],
-            "level": worst["level"],
-            "p_value": worst["p_value"],
-        }
-        entry["evidence"] = (
-            f"from step {entry['step']} on, {entry['ratio']:.2f}x slower ({worst['before_s'] * 1e3:.1f} ms before, "
-            f"{worst['after_s'] * 1e3:.1f} ms after; p = {worst['p_value']:.2g}, {worst['test']}, "
-            f"level {worst['level']:g})"
-        )
-        slowdowns.append(entry)
-    return slowdowns
 
 
 def _tool_steps(timed: list[dict], series: dict, step_time: dict | None, undecidable: list[dict]) -> dict | None:

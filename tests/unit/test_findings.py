@@ -51,7 +51,7 @@ def test_one_rank_slower_in_every_step_is_found_with_its_evidence(factor, count)
     assert verdict["ratio"] == pytest.approx(factor, rel=0.03)
     assert verdict["p_value"] < verdict["level"] == findings.LEVEL
     assert verdict["test"] == findings.SLOW_RANK_TEST
-    assert f"in {verdict['slowest_in']} of 30 steps" in verdict["evidence"]
+    assert f"above their median in {verdict['above_others_in']} of 30 steps" in verdict["evidence"]
 
 
 def test_two_ranks_whose_step_times_overlap_give_none_and_say_so():
@@ -59,6 +59,7 @@ def test_two_ranks_whose_step_times_overlap_give_none_and_say_so():
     verdict = findings.slow_rank(ranks_of(2, 40, 0.020, 0.15, seed=3, slow={1: 1.06}))
     assert not verdict["found"]
     assert verdict["reason"].startswith("the ranks' step times overlap: rank 1")
+    assert "above the others' median in" in verdict["reason"]
     assert "needs p < 0.001" in verdict["reason"]
     assert 0.001 <= verdict["p_value"] <= 1
 
@@ -76,11 +77,23 @@ def test_too_few_shared_steps_give_none_whatever_the_effect():
     assert not verdict["found"] and verdict["reason"].startswith("too few steps to compare: 4")
 
 
-def test_two_ranks_need_eleven_steps_all_slower_four_ranks_six():
-    """The Bonferroni-corrected binomial: m x (1/m)^n < 0.001."""
+def test_two_ranks_need_eleven_steps_all_slower_four_ranks_seven():
+    """The Bonferroni-corrected binomial: m x (1/m)^n < 0.001, times 2 for the two counts past two ranks."""
     assert not findings.slow_rank(ranks_of(2, 10, 0.020, 0.01, seed=0, slow={1: 2.0}))["found"]
     assert findings.slow_rank(ranks_of(2, 11, 0.020, 0.01, seed=0, slow={1: 2.0}))["found"]
-    assert findings.slow_rank(ranks_of(4, 6, 0.020, 0.01, seed=0, slow={1: 2.0}))["found"]
+    assert not findings.slow_rank(ranks_of(4, 6, 0.020, 0.01, seed=0, slow={1: 2.0}))["found"]
+    assert findings.slow_rank(ranks_of(4, 7, 0.020, 0.01, seed=0, slow={1: 2.0}))["found"]
+
+
+def test_on_a_busy_machine_a_rank_above_the_others_median_in_most_steps_is_found():
+    """Another rank is now and then the slowest of a step (a stall of its own); the candidate stays
+    above the others' median: the second count names it."""
+    series = ranks_of(4, 30, 0.020, 0.02, seed=8, slow={1: 1.1})
+    for step in range(0, 30, 2):
+        series[(step // 2) % 3 + (1 if (step // 2) % 3 >= 1 else 0)][step] *= 1.5
+    verdict = findings.slow_rank(series)
+    assert verdict["found"] and verdict["rank"] == 1, verdict
+    assert verdict["slowest_in"] <= 16 and verdict["above_others_in"] >= 27
 
 
 def test_one_stall_cannot_make_a_rank_slow():
@@ -134,29 +147,6 @@ def test_a_spike_beside_the_aftercare_is_undecidable_unless_overwhelming():
     assert not findings.spike_beside_aftercare(0.15, None)[0], "the aftercare touched no other step: the floor"
 
 
-def test_a_slowdown_from_step_n_on_is_found_near_n_and_noise_or_one_stall_is_not():
-    rng = random.Random(11)
-    steps = list(range(5, 45))
-    slowed = [0.020 * (1.5 if step >= 25 else 1.0) * (1 + rng.gauss(0, 0.03)) for step in steps]
-    found = findings.slowdown(steps, slowed)
-    assert found and abs(found["step"] - 25) <= 1 and found["ratio"] == pytest.approx(1.5, rel=0.05)
-    assert found["p_value"] < findings.LEVEL and found["test"] == findings.SLOWDOWN_TEST
-    for seed in range(100):
-        rng = random.Random(seed)
-        noise = [0.020 * (1 + rng.gauss(0, 0.05)) for _ in steps]
-        assert findings.slowdown(steps, noise) is None, seed
-    noise[20] = 0.5
-    assert findings.slowdown(steps, noise) is None
-    assert findings.slowdown(steps[:15], slowed[:15]) is None, "too few steps on each side"
-
-
-def test_a_long_series_is_tested_on_blocks_and_keeps_the_step():
-    steps = list(range(5, 100_005))
-    slowed = [0.010 if step < 60_000 else 0.020 for step in steps]
-    found = findings.slowdown(steps, slowed)
-    assert found and abs(found["step"] - 60_000) <= 400 and found["steps"] == findings.SLOWDOWN_BLOCKS
-
-
 def test_at_one_step_a_rank_s_overwhelming_spike_is_named_and_another_rank_s_small_one_stays_undecidable():
     tool = stepstats.ToolSteps([WINDOW], steps=40)
     rows = []
@@ -175,5 +165,5 @@ def test_a_rank_slowest_in_nearly_every_one_of_few_steps_is_told_as_too_few_step
     verdict = findings.slow_rank(series)
     assert not verdict["found"] and verdict["slowest_in"] == 5
     assert (
-        verdict["reason"].startswith("too few steps to tell: rank 2 (") and "at least 6 such steps" in verdict["reason"]
+        verdict["reason"].startswith("too few steps to tell: rank 2 (") and "at least 7 such steps" in verdict["reason"]
     )

@@ -162,7 +162,7 @@ def test_two_alike_ranks_give_no_rank_stands_out_with_its_reason_one_slower_in_e
     slow = jobview.summarize([row(0, 1.0), row(1, 1.3)], command=["python", "job.py"], steps_of=lambda p: p["t"])
     (found,) = slow["slow_ranks"]
     assert found["rank"] == 1 and found["method"] == "step_times" and found["slowest_in"] == found["steps"] == 31
-    assert found["test"] == "slowest-rank binomial test" and found["p_value"] < found["level"] == 0.001
+    assert found["test"] == "per-step binomial test" and found["p_value"] < found["level"] == 0.001
     assert "no_rank_stands_out" not in slow and slow["slow_rank_verdict"] == {"found": True, "reason": None}
     assert slow["suggestions"] == ["npuprof-run --skip-first 10 --active 2 --ranks 1 -- python job.py"]
 
