@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -182,6 +183,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated run names")
     parser.add_argument("--json", help="write every run's verdict to this file")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the busy process beside a run is ended
     cases = healthy_cases() + fault_cases()
     chosen = set(QUICK) if args.quick else {name for name in args.only.split(",") if name}
     if chosen:
@@ -197,7 +199,7 @@ def main() -> None:
     faults = [r for r in results if "expect" in r["case"]]
     false_slow = sum(1 for r in healthy if r["job"].get("slow_ranks"))
     false_spikes = sum(1 for r in healthy if r["job"].get("spikes"))
-    slowdowns = sum(1 for r in healthy if r["job"].get("slowdowns"))
+    slowdowns = sum(1 for r in healthy if r["job"].get("slowdowns"))  # main's slowdowns.py, counted apart
     errors = sum(1 for r in results if r["verdict"] == "ERROR")
     found = sum(1 for r in faults if r["verdict"] == "found")
     if healthy:
