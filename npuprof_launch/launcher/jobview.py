@@ -34,6 +34,7 @@ SLOW_RANKS_TESTED = 3
 COLLECTIVE_RATIO = 0.5
 COLLECTIVE_SHARE = 0.10
 COLLECTIVE_MIN_STEPS = 3
+COLLECTIVE_WAIT_STEPS = 1.5
 #: The tool's own steps are told from this many processes' step times.
 TOOL_STEPS_READ = 64
 
@@ -204,7 +205,8 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
     job was told "rank 1 is the one the others wait for" from 2 steps of waits), and only with a
     margin that beats the spread between ranks: below COLLECTIVE_RATIO of the others' median, and
     further below the least of them than they are spread among themselves, so that one rank that
-    happened to arrive last in a few collectives is no finding."""
+    happened to arrive last in a few collectives is no finding; and only with waits the job's steps
+    can hold (_waits_are_the_jobs)."""
     measured = [p for p in group if p.get("collective_s") is not None and p.get("window_s")]
     if len(measured) < 2:
         return []
@@ -219,7 +221,7 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
         high = max(p["collective_s"] for p in others)
         if recorded < COLLECTIVE_MIN_STEPS or share < COLLECTIVE_SHARE or own >= typical * COLLECTIVE_RATIO:
             continue
-        if own >= low - (high - low):
+        if own >= low - (high - low) or not _waits_are_the_jobs(process, others, typical - own, recorded):
             continue
         steps = process.get("window_label") or "its window"
         span = f"{low * 1e3:.0f}-{high * 1e3:.0f} ms" if high - low > 5e-4 else f"{high * 1e3:.0f} ms"
@@ -240,6 +242,20 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
             }
         )
     return sorted(found, key=lambda item: item["collective_s"] / max(item["others_collective_s"], 1e-12))
+
+
+def _waits_are_the_jobs(process: dict, others: list[dict], advantage_s: float, recorded: int) -> bool:
+    """Whether the others' longer waits, per recorded step, can be the job's: at least NOISE_S, and
+    no longer than COLLECTIVE_WAIT_STEPS of the job's own median steps outside the tool's steps
+    (half a step of slack for the window's own cost). In lockstep a wait is part
+    of every rank's step, so a slow rank that makes the others wait X makes the job's steps X
+    longer; waits longer than the job's whole step came from the window itself (the profiler's own
+    cost, unevenly spread: tried, two alike ranks of 0.5 ms steps waited 4.5 ms a recorded step
+    apart)."""
+    per_step = advantage_s / max(recorded, 1)
+    medians = [p["step_stats"]["median_s"] for p in (process, *others) if p.get("step_stats")]
+    step_s = stepstats.quantile(sorted(medians), 0.5) if medians else None
+    return per_step >= findings.NOISE_S and (step_s is None or per_step <= COLLECTIVE_WAIT_STEPS * step_s)
 
 
 def _recorded_steps(process: dict) -> int:

@@ -167,9 +167,11 @@ def test_two_alike_ranks_give_no_rank_stands_out_with_its_reason_one_slower_in_e
     assert slow["suggestions"] == ["npuprof-run --skip-first 10 --active 2 --ranks 1 -- python job.py"]
 
 
-def collective_row(rank: int, collective_s: float, last_step: int) -> dict:
+def collective_row(rank: int, collective_s: float, last_step: int, step_s: float = 0.05) -> dict:
     window = {"first_step": 3, "last_step": last_step, "complete": True, "traces": []}
-    return {"rank": rank, "steps": 20, "windows": [window], "collective_s": collective_s, "window_s": 0.2}
+    stats = stepstats.rank_stats(durations_with({}, typical=step_s))
+    row = {"rank": rank, "steps": 20, "windows": [window], "collective_s": collective_s, "window_s": 0.2}
+    return dict(row, step_stats=stats)
 
 
 def test_in_lockstep_the_rank_that_waits_least_is_named_from_three_steps_beyond_the_others_spread():
@@ -181,3 +183,5 @@ def test_in_lockstep_the_rank_that_waits_least_is_named_from_three_steps_beyond_
     assert two_steps["slow_ranks"] == []
     spread = jobview.summarize([collective_row(r, s, 5) for r, s in enumerate((0.05, 0.12, 0.02, 0.09))])
     assert spread["slow_ranks"] == [], "half the others' median, but within their spread"
+    profiler = jobview.summarize([collective_row(r, s, 5, 0.0005) for r, s in enumerate((0.0077, 0.0213))])
+    assert profiler["slow_ranks"] == [], "4.5 ms a step apart in waits, in a job of 0.5 ms steps: the window's own"
