@@ -35,6 +35,7 @@ COLLECTIVE_RATIO = 0.5
 COLLECTIVE_SHARE = 0.10
 COLLECTIVE_MIN_STEPS = 3
 COLLECTIVE_WAIT_STEPS = 1.5
+COLLECTIVE_MIN_WAIT = 0.3
 COLLECTIVE_WINDOW_STEPS = 3.0
 #: The tool's own steps are told from this many processes' step times.
 TOOL_STEPS_READ = 64
@@ -246,15 +247,16 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
 
 
 def _waits_are_the_jobs(process: dict, others: list[dict], advantage_s: float, recorded: int) -> bool:
-    """Whether the others' longer waits, per recorded step, can be the job's: at least NOISE_S, and
-    no longer than COLLECTIVE_WAIT_STEPS of the job's own median steps outside the tool's steps
-    (half a step of slack for the window's own cost), in a window whose recorded steps took at most
-    COLLECTIVE_WINDOW_STEPS of the job's median steps (past that the profiler's own cost swamps
-    the waits: tried, a 0.5 ms job's recorded steps took 40 ms). In lockstep a wait is part
-    of every rank's step, so a slow rank that makes the others wait X makes the job's steps X
-    longer; waits longer than the job's whole step came from the window itself (the profiler's own
-    cost, unevenly spread: tried, two alike ranks of 0.5 ms steps waited 4.5 ms a recorded step
-    apart)."""
+    """Whether the others' longer waits, per recorded step, can be the job's, and be worth a run.
+
+    At least NOISE_S and COLLECTIVE_MIN_WAIT of the job's median step: in a few recorded steps the
+    order in which alike ranks reach a collective moves their waits by up to a fifth of a step
+    (tried: 2.5 ms a step of 12 ms, two alike gloo ranks). At most COLLECTIVE_WAIT_STEPS of the
+    job's median step outside the tool's steps: in lockstep a wait is part of every rank's step,
+    so a slow rank that makes the others wait X makes the job's steps X longer (half a step of
+    slack for the window's own cost). And only in a window whose recorded steps took at most
+    COLLECTIVE_WINDOW_STEPS of the job's median step: past that the profiler's own cost, unevenly
+    spread, swamps the waits (tried: a 0.5 ms job's recorded steps took 40 ms)."""
     per_step = advantage_s / max(recorded, 1)
     medians = [p["step_stats"]["median_s"] for p in (process, *others) if p.get("step_stats")]
     if per_step < findings.NOISE_S:
@@ -263,7 +265,10 @@ def _waits_are_the_jobs(process: dict, others: list[dict], advantage_s: float, r
         return True
     step_s = stepstats.quantile(sorted(medians), 0.5)
     recorded_s = stepstats.quantile(sorted(p["window_s"] / max(recorded, 1) for p in (process, *others)), 0.5)
-    return per_step <= COLLECTIVE_WAIT_STEPS * step_s and recorded_s <= COLLECTIVE_WINDOW_STEPS * step_s
+    return (
+        COLLECTIVE_MIN_WAIT * step_s <= per_step <= COLLECTIVE_WAIT_STEPS * step_s
+        and recorded_s <= COLLECTIVE_WINDOW_STEPS * step_s
+    )
 
 
 def _recorded_steps(process: dict) -> int:

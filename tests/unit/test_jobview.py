@@ -167,10 +167,10 @@ def test_two_alike_ranks_give_no_rank_stands_out_with_its_reason_one_slower_in_e
     assert slow["suggestions"] == ["npuprof-run --skip-first 10 --active 2 --ranks 1 -- python job.py"]
 
 
-def collective_row(rank: int, collective_s: float, last_step: int, step_s: float = 0.05) -> dict:
+def collective_row(rank: int, collective_s: float, last_step: int, step_s: float = 0.05, window_s: float = 0.2) -> dict:
     window = {"first_step": 3, "last_step": last_step, "complete": True, "traces": []}
     stats = stepstats.rank_stats(durations_with({}, typical=step_s))
-    row = {"rank": rank, "steps": 20, "windows": [window], "collective_s": collective_s, "window_s": 0.2}
+    row = {"rank": rank, "steps": 20, "windows": [window], "collective_s": collective_s, "window_s": window_s}
     return dict(row, step_stats=stats)
 
 
@@ -185,3 +185,5 @@ def test_in_lockstep_the_rank_that_waits_least_is_named_from_three_steps_beyond_
     assert spread["slow_ranks"] == [], "half the others' median, but within their spread"
     profiler = jobview.summarize([collective_row(r, s, 5, 0.003) for r, s in enumerate((0.0077, 0.0213))])
     assert profiler["slow_ranks"] == [], "recorded steps of 67 ms in a job of 3 ms steps: the profiler's cost"
+    arrival = jobview.summarize([collective_row(r, s, 5, 0.012, 0.045) for r, s in enumerate((0.0063, 0.0137))])
+    assert arrival["slow_ranks"] == [], "2.5 ms a step of 12 ms: the order in which alike ranks arrive"
