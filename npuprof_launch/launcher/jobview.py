@@ -254,9 +254,10 @@ def _waits_are_the_jobs(process: dict, others: list[dict], advantage_s: float, r
     (tried: 2.5 ms a step of 12 ms, two alike gloo ranks). At most COLLECTIVE_WAIT_STEPS of the
     job's median step outside the tool's steps: in lockstep a wait is part of every rank's step,
     so a slow rank that makes the others wait X makes the job's steps longer than X (tried: alike
-    ranks of 7 ms steps waited 7.6 ms a recorded step apart, the window's own doing). And only in a window whose recorded steps took at most
-    COLLECTIVE_WINDOW_STEPS of the job's median step: past that the profiler's own cost, unevenly
-    spread, swamps the waits (tried: a 0.5 ms job's recorded steps took 40 ms)."""
+    ranks of 7 ms steps waited 7.6 ms a recorded step apart, the window's own doing). And only in
+    a window whose recorded steps took at most COLLECTIVE_WINDOW_STEPS of the job's median step:
+    past that the profiler's own cost, unevenly spread, swamps the waits (tried: a 0.5 ms job's
+    recorded steps took 40 ms)."""
     per_step = advantage_s / max(recorded, 1)
     medians = [p["step_stats"]["median_s"] for p in (process, *others) if p.get("step_stats")]
     if per_step < findings.NOISE_S:
