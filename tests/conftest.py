@@ -36,8 +36,9 @@ def clean_env(**extra: str) -> dict[str, str]:
 def npuprof(
     args: list[str], cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 300, **kwargs
 ) -> subprocess.CompletedProcess:
-    """Run ``npuprof-run ARGS`` (the real launcher, as a subprocess) and capture its output."""
-    return subprocess.run(
+    """Run ``npuprof-run ARGS`` (the real launcher, as a subprocess) and capture its output; every
+    command it suggests (``npuprof: next: ...``) must be one the tool accepts."""
+    result = subprocess.run(
         [PYTHON, "-m", "npuprof_launch", *args],
         cwd=cwd,
         env=clean_env() if env is None else env,
@@ -46,6 +47,40 @@ def npuprof(
         timeout=timeout,
         **kwargs,
     )
+    if isinstance(result.stdout, str) and isinstance(result.stderr, str):
+        for line in (result.stdout + result.stderr).splitlines():
+            if line.startswith(SUGGESTED):
+                accepted(line[len(SUGGESTED) :])
+    return result
+
+
+#: How the summary prints a suggested next run.
+SUGGESTED = f"{names.VOICE} next: "
+EVAL = ('eval "$(', ')"')
+
+
+def accepted(suggestion: str) -> tuple:
+    """Read a suggested command with the tool's own parser and checks, as ``main`` would before it
+    starts: ``npuprof-run OPTIONS -- COMMAND``, or the ``eval "$(npuprof-run --print-env ...)"``
+    line of the variables' route. Returns (namespace, command, mode, config); fails the test with
+    the tool's own words when the tool would refuse it (exit 2)."""
+    import shlex
+
+    from npuprof_launch.launcher import cli
+
+    text = suggestion
+    if text.startswith(EVAL[0]) and text.endswith(EVAL[1]):
+        text = text[len(EVAL[0]) : -len(EVAL[1])]
+    argv = shlex.split(text)
+    assert argv[0] == "npuprof-run", suggestion
+    try:
+        namespace, command, mode = cli.parse(argv[1:])
+        config = cli.resolve_config(namespace, {})
+    except (cli.UsageError, SystemExit) as exc:
+        raise AssertionError(f"the tool refuses the command it suggested: {suggestion}\n{exc}") from None
+    assert (mode == "--print-env") if text is not suggestion else (mode is None and command), suggestion
+    assert config.output_dir and namespace.output_dir, f"a suggestion without its run's --output-dir: {suggestion}"
+    return namespace, command, mode, config
 
 
 def python(args: list[str], cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 300):
@@ -104,9 +139,14 @@ def status_records(out: str) -> list[dict]:
     return records
 
 
-def check_json(out: str) -> tuple[int, dict]:
-    result = npuprof(["--check", out, "--json"])
-    return result.returncode, json.loads(result.stdout)
+def check_json(out: str, *extra: str) -> tuple[int, dict]:
+    """``--check OUT --json`` (and ``extra`` arguments): its exit status and report; every command
+    the report suggests must be one the tool accepts."""
+    result = npuprof(["--check", out, "--json", *extra])
+    report = json.loads(result.stdout)
+    for suggestion in report["job"]["suggestions"]:
+        accepted(suggestion)
+    return result.returncode, report
 
 
 def assert_ok(result: subprocess.CompletedProcess) -> None:

@@ -13,13 +13,21 @@ import subprocess
 import sys
 import threading
 
-from conftest import PYTHON, assert_ok, check_json, clean_env, npuprof, script, status_records
+from conftest import PYTHON, ROOT, assert_ok, check_json, clean_env, npuprof, status_records
 
-STUCK = script("stuck_job.py")
+STUCK = os.path.join(ROOT, "examples", "stuck.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-#: The job's lines (tests/scripts/stuck_job.py) where a rank sleeps and where the others wait.
-SLEEP_AT = "stuck_job.py:43"
-ALL_REDUCE_AT = "stuck_job.py:35"
+
+
+def line_of(marker: str) -> str:
+    """``stuck.py:N``, the line of the job that holds ``marker``."""
+    with open(STUCK) as handle:
+        (number,) = [i for i, line in enumerate(handle, 1) if line.rstrip().endswith(marker)]
+    return f"stuck.py:{number}"
+
+
+#: The job's lines (examples/stuck.py) where a rank sleeps, pauses, and where the others wait.
+SLEEP_AT, PAUSE_AT, ALL_REDUCE_AT = line_of("# the hang"), line_of("# the pause"), line_of("# the others wait here")
 
 
 def launch(out: str, job: list[str]) -> subprocess.Popen:
@@ -125,7 +133,7 @@ def test_a_pause_that_ends_is_a_pause_at_its_step_not_a_hang(out):
     assert report["job"]["stalls"] == []
     (pause,) = report["job"]["pauses"]
     assert pause["step"] == 3 and pause["seconds"] >= 6.5 and not pause["at_end"], pause
-    assert [(g["call"], g["at"]) for g in pause["groups"]] == [("time.sleep", "stuck_job.py:40")]
+    assert [(g["call"], g["at"]) for g in pause["groups"]] == [("time.sleep", PAUSE_AT)]
     assert "a pause of" in result.stderr and "after step 3" in result.stderr
     (record,) = status_records(out)
     assert record["hang_watch"]["after_s"] == 2.0 and record["pauses"][0]["dumps"] >= 1

@@ -108,6 +108,9 @@ def test_torchrun_ranks_filter_leaves_other_ranks_without_a_profiler(torchrun_ra
     assert by_rank[0]["state"] == "off" and by_rank[0]["backend"] is None and by_rank[0]["traces"] == []
     code, report = check_json(out)
     assert [p["rank"] for p in report["processes"]] == [1]
+    # The rank left out is named as such, not lost.
+    assert report["left_out"] == {"ranks": [0], "processes": 1, "option": "--ranks 1"}
+    assert "  rank 0 (1 process): left out by --ranks 1, stepped without a profiler" in result.stderr
 
 
 @pytest.mark.xdist_group("multiprocess")
@@ -208,6 +211,14 @@ def test_torchelastic_restart_keeps_the_first_attempts_output(out):
     assert [n for n in names if "_restart1." in n] and [n for n in names if "_restart" not in n], names
     assert step_counts(out) == [1, 1]
     assert sorted(r["worker"].endswith("_restart1") for r in status_records(out)) == [False, True]
+    # The two attempts are one run, shown apart (in order) and never compared: their rank 0s are no slow rank.
+    assert sorted(r["attempt"] for r in status_records(out)) == [0, 1]
+    code, report = check_json(out)
+    assert [(p["attempt"], p["rank"]) for p in report["processes"]] == [(0, 0), (1, 0)]
+    (run,) = report["runs"]
+    assert run["attempts"] == [0, 1] and run["processes"] == 2
+    assert report["job"]["slow_ranks"] == [] and report["job"]["processes"] == 2
+    assert "2 attempts (torchelastic restarts" in result.stderr
 
 
 def test_a_second_run_into_the_same_output_dir_overwrites_nothing(out):
@@ -222,8 +233,12 @@ def test_a_second_run_into_the_same_output_dir_overwrites_nothing(out):
     with open(kept, "rb") as handle:
         assert handle.read() == before
     assert "1 process profiled" in second.stderr, "the launcher reports its own run only"
+    # --check reports the latest run and names the first, which --run chooses (never the two merged).
     code, report = check_json(out)
-    assert len(report["processes"]) == 2
+    first_run, second_run = report["runs"]
+    assert len(report["processes"]) == 1 and report["run_id"] == second_run["run_id"]
+    code, report = check_json(out, "--run", first_run["run_id"])
+    assert [p["run_id"] for p in report["processes"]] == [first_run["run_id"]]
 
 
 @pytest.mark.parametrize(

@@ -221,3 +221,19 @@ def test_a_trigger_to_ranks_of_different_speeds_records_the_same_steps_on_each(o
     windows = [r["windows"][0] for r in sorted(status_records(out), key=lambda r: r["rank"])]
     assert windows[0]["first_step"] == windows[1]["first_step"] and windows[0]["last_step"] == windows[1]["last_step"]
     assert all(w["complete"] for w in windows), windows
+
+
+def test_trigger_to_ranks_no_process_has_names_the_ranks_there(out, stop):
+    """A job whose one process has no rank (it takes requests as rank 0): --ranks 1 would wait out
+    its timeout and blame the job; it says at once which ranks there are."""
+    server = start_server(out, stop)
+    try:
+        wait_for(lambda: status_records(out), "the server's first step")
+        result = npuprof(["--trigger", out, "--ranks", "1", "--timeout", "60"])
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith("npuprof: --ranks 1: no running process of this job has that rank; ")
+        assert "the ranks it has: 0 (its processes have no rank: they take a request as rank 0)" in result.stderr
+        assert not os.path.isdir(ondemand.requests_dir(out)) or os.listdir(ondemand.requests_dir(out)) == []
+    finally:
+        stop_server(server, stop)
+    assert server.returncode == 0

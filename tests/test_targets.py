@@ -99,6 +99,34 @@ def test_first_call_already_running_is_counted_from_entry_to_return(out):
     assert labels(out, "generate_step#") == ["generate_step#1"]
 
 
+def test_a_first_call_whose_name_was_loaded_before_the_hook_could_wrap_it_is_counted(out):
+    """``train_step(k, *make_batch())``: the script loads the name, then calls make_batch (the event
+    at which the hook wraps the function), then calls what it loaded: that call is still step 1."""
+    result = run_both(
+        ["--target", "__main__:train_step", "--skip-first", "0", "--active", "4", "--output-dir", out],
+        [script("main_calls.py"), "--mode", "args", "--calls", "4"],
+    )
+    assert "train_step=4" in result.stdout
+    (record,) = status_records(out)
+    assert record["steps"] == 4 and record["windows"][0]["complete"], record
+    assert labels(out, "train_step#") == [f"train_step#{n}" for n in range(1, 5)]
+    code, report = check_json(out)
+    assert code == 0 and report["passed"], report["problems"]
+
+
+def test_two_stages_in_main_are_both_counted(out):
+    """npuprof's own watch of __main__ for the first stage is no 'other profiler' to the second."""
+    result = run_both(
+        ["--scenario", "rl", "--stage", "rollout=__main__:rollout", "--stage", "update=__main__:update"]
+        + ["--output-dir", out],
+        [script("main_calls.py"), "--mode", "stages", "--calls", "5"],
+    )
+    assert "rollout=5 update=5" in result.stdout
+    records = {record["stage"]: record for record in status_records(out)}
+    assert {stage: r["steps"] for stage, r in records.items()} == {"rollout": 5, "update": 5}
+    assert not any("another profiler" in w for r in records.values() for w in r["warnings"])
+
+
 @pytest.mark.parametrize(
     ("kind", "target"),
     [

@@ -99,6 +99,13 @@ def worker_name(rank: int | None, pid: int | None = None, environ=os.environ) ->
     return "_".join(parts)
 
 
+def attempt_of_worker(worker: str | None) -> int:
+    """Which attempt of its job a worker is (0 the first, N after torchelastic's Nth restart), from
+    the name ``worker_name`` gave it: the one place that spells the ``_restartN`` suffix."""
+    head, _, last = (worker or "").rpartition("_restart")
+    return int(last) if head and last.isdigit() else 0
+
+
 def resolve_output_dir(raw: str, environ=os.environ) -> str:
     """Relative paths are relative to where the job was launched, not to the process's cwd.
 

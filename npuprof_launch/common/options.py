@@ -215,6 +215,15 @@ OPTIONS: tuple[Option, ...] = (
         group="steps",
     ),
     Option(
+        "on-slowdown",
+        "count",
+        0,
+        "when the launcher finds a slowdown while the job runs, it asks every process for a window of --active "
+        "steps in the slow regime, up to N times (0: off); the processes also take --trigger requests",
+        group="steps",
+        metavar="N",
+    ),
+    Option(
         "backend",
         "choice",
         "auto",

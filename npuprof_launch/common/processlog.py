@@ -70,8 +70,8 @@ def log_idle(environ, declared: list[dict], stepped: bool) -> None:
 
 
 def read(output_dir: str, run_id: str | None = None) -> list[dict]:
-    """The log's lines (of one run, if given)."""
+    """The log's lines (of one run, if given: "" is the lines written without a run id)."""
     from npuprof_launch.common import files
 
     lines = files.read_json_lines(names.process_log(output_dir))
-    return [line for line in lines if not run_id or line.get("run_id") == run_id]
+    return [line for line in lines if run_id is None or (line.get("run_id") or "") == run_id]

@@ -43,6 +43,8 @@ FIELDS: dict[str, object] = {
     "rank_source": None,
     "worker": None,
     "run_id": "",
+    #: The attempt of the job (0; N after torchelastic's Nth restart): attempts are never compared.
+    "attempt": 0,
     "argv": [],
     "state": State.WAITING.value,
     "clock": "",

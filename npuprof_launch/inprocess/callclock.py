@@ -94,6 +94,11 @@ class CallClock:
         ours.__name__, ours.__qualname__ = coroutine.__name__, coroutine.__qualname__
         return ours
 
+    @property
+    def in_call(self) -> bool:
+        """Whether a call of the function is under way on the owner thread (through the wrapper)."""
+        return self._depth > 0
+
     def claims_this_thread(self) -> bool:
         thread = threading.current_thread()  # an object, not an id: a new thread may reuse an old one's id
         if self._owner is None:

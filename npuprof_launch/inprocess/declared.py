@@ -15,10 +15,15 @@ module code has no instruction that binds the name (``def``, ``class``, import, 
 reason is recorded and nothing else happens. Otherwise a temporary profile function
 (``sys.setprofile`` and ``threading.setprofile``) looks the name up in the script's globals at
 each event and wraps the function the moment its ``def`` has run, so the first call already goes
-through the wrapper; should the first call come before any other event, that in-flight call is
-counted from its call event to its return. The profile function then removes itself. It runs
-only between ``import torch`` and the ``def`` (measured: about 0.2 us more per Python call and
-0.15 us per C call there), never while steps run, and never over another profiler's.
+through the wrapper. A first call can still miss it: one that comes before any other event, or
+one whose name the script loaded before an event let us wrap (``train_step(k, *make_batch())``
+loads ``train_step``, then calls ``make_batch``, and only then the function it loaded). So until
+the first call is counted, the profile function watches for a call of the function's own code
+outside the wrapper, and counts that call from its call event to its return. It then removes
+itself. It runs only between ``import torch`` and the first call (measured: about 0.2 us more per
+Python call and 0.15 us per C call there), never while steps run, and never over another
+profiler's. One profile function serves every declared function of ``__main__`` (the stages of
+``--scenario rl`` may all live there): each is one watcher in ``_watchers``.
 
 A wrapper that imports torch and then runs the real script with ``runpy.run_path`` or
 ``run_module`` gives the script a ``__main__`` of its own: the hook looks there as soon as runpy
@@ -35,6 +40,48 @@ import sys
 
 from npuprof_launch.common import names
 from npuprof_launch.inprocess import importwatch
+
+#: The profile function's watchers while __main__'s functions are awaited: each is called with
+#: (frame, event) and returns whether it goes on watching. The last one removed removes the function.
+_watchers: list = []
+
+
+def _dispatch(frame, event, arg) -> None:
+    if not _watchers:
+        sys.setprofile(None)  # a thread that started while we watched
+        return
+    for watcher in list(_watchers):
+        try:
+            keep = watcher(frame, event)
+        except Exception as exc:  # noqa: BLE001 - a profile function that raises would break the job
+            keep = False
+            names.say(f"watching __main__ for a declared function failed: {exc!r}")
+        if not keep:
+            _stop_watching(watcher)
+
+
+def _start_watching(watcher) -> None:
+    import threading
+
+    _watchers.append(watcher)
+    sys.setprofile(_dispatch)
+    threading.setprofile(_dispatch)
+
+
+def _stop_watching(watcher) -> None:
+    if watcher in _watchers:
+        _watchers.remove(watcher)
+    if not _watchers:
+        import threading
+
+        sys.setprofile(None)
+        threading.setprofile(None)
+
+
+def _ours_or_none() -> bool:
+    """Whether no profile function but ours watches this thread."""
+    return sys.getprofile() in (None, _dispatch)
+
 
 NEVER_IMPORTED = "never imported"
 NEVER_CALLED = "never called"
@@ -188,9 +235,7 @@ class Declared:
         if code is not None and not _assigns(code, first):
             self.reason = f"not found: the code run as __main__ never assigns {first}"
             return
-        import threading
-
-        if sys.getprofile() is not None:
+        if not _ours_or_none():
             self.reason = (
                 "not found: another profiler (sys.setprofile) watches __main__, so its definition could not be "
                 "awaited; put the function in an importable module"
@@ -198,9 +243,7 @@ class Declared:
             return
         self.reason = f"not found: the code run as __main__ had not assigned {first} when the process ended"
         self._hunting = True
-        hunt = self._hunter(main, first)
-        sys.setprofile(hunt)
-        threading.setprofile(hunt)
+        _start_watching(self._hunter(main, first))
 
     def _watch_runpy(self, runpy) -> None:
         """A script run by ``runpy.run_path``/``run_module`` as ``__main__`` gets a module of its
@@ -226,47 +269,50 @@ class Declared:
         runpy._run_code = _run_code
 
     def _hunter(self, main: object, first: str):
-        """The temporary profile function: one dict lookup per event until ``__main__`` binds ``first``."""
+        """The watcher that waits for the ``def``: one dict lookup per event until ``__main__`` binds ``first``."""
         namespace = vars(main)
 
-        def hunt(frame, event, arg) -> None:
-            if first in namespace:
-                self._found_in_main(main, frame, event)
+        def hunt(frame, event) -> bool:
+            if not self._hunting:
+                return False
+            if first not in namespace:
+                return True
+            self._hunting = False
+            code = self._wrap(main)
+            if code is not None and self.clock is not None and not self.awaited:
+                # (a coroutine's frame "returns" at each await: its first call is not followed)
+                first_call = self._first_call_watcher(code)
+                if first_call(frame, event):
+                    _start_watching(first_call)
+            return False
 
         return hunt
 
-    def _found_in_main(self, main: object, frame, event: str) -> None:
-        """``__main__`` just bound the name: wrap it, and count a first call already under way."""
-        try:
-            if not self._hunting:
-                sys.setprofile(None)  # a thread that started while we hunted
-                return
-            self._stop_hunting()
-            code = self._wrap(main)
-            if code is None or event != "call" or frame.f_code is not code or self.clock is None or self.awaited:
-                return  # (a coroutine's frame "returns" at each await: its first call is not followed)
-            # The first call began before any other event: count it from here to its return.
-            clock = self.clock
+    def _first_call_watcher(self, code):
+        """The watcher of the first call until one is counted: a call of the function's own code
+        that did not come through the wrapper (a name loaded before we wrapped, or the call whose
+        event found the ``def``) is counted from its call event to its return."""
+        clock = self.clock
+
+        def first_call(frame, event) -> bool:
+            if clock.session is not None or clock.in_call:
+                return False  # a call came through the wrapper: counted there
+            if event != "call" or frame.f_code is not code:
+                return True
             if not clock.claims_this_thread():
-                return
+                return True
             clock.enter()
 
-            def until_return(returning, event, arg) -> None:
+            def until_return(returning, event) -> bool:
                 if returning is frame and event == "return":
-                    sys.setprofile(None)
                     clock.exit()
+                    return False
+                return True
 
-            sys.setprofile(until_return)
-        except Exception as exc:  # noqa: BLE001 - a profile function that raises would break the job
-            self._stop_hunting()
-            names.say(f"{self.describe()}: step clock failed, job goes on unprofiled: {exc!r}")
+            _start_watching(until_return)
+            return False
 
-    def _stop_hunting(self) -> None:
-        import threading
-
-        self._hunting = False
-        sys.setprofile(None)
-        threading.setprofile(None)
+        return first_call
 
     # -- the report ---------------------------------------------------------------------------
 

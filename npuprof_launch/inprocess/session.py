@@ -144,6 +144,8 @@ class Session:
         #: How many errors and warnings the profiler itself logged.
         self.profiler_messages: dict[str, int] = {}
         self._watcher = None
+        #: Why a requested window opened, by the window (the request's reason, --on-slowdown's).
+        self._reasons: dict[int, str] = {}
         #: The aftercare processes of the windows saved so far (aftercarejobs.py).
         self._aftercare = AftercareJobs(self._status_path, output_dir, self._stage_root, self.note_warning)
         #: This process's resident memory when the open window began (--max-window-mb).
@@ -161,8 +163,9 @@ class Session:
 
     @property
     def on_demand(self) -> bool:
-        """Whether windows come from requests (--on-demand) rather than from the schedule."""
-        return self._watcher is not None
+        """Whether windows come from requests only (--on-demand), rather than from the schedule
+        (with --on-slowdown, from both)."""
+        return self._watcher is not None and bool(self.config.on_demand)
 
     def turn_off(self, reason: str, *, write: bool = True) -> None:
         self.state = State.OFF
@@ -331,6 +334,8 @@ class Session:
                 last=moved.last,
                 why=self._late_reason(),
             )
+            if id(window) in self._reasons:
+                self._reasons[id(moved)] = self._reasons.pop(id(window))
             window = moved
             self._windows[self._next] = window
         holder = self._lifecycle.slot.claim(self)
@@ -366,6 +371,8 @@ class Session:
         self.results.append(
             {"first_step": window.first_recorded, "last_step": window.last, "complete": False, "traces": []}
         )
+        if id(window) in self._reasons:  # why a request opened it (--on-slowdown)
+            self.results[-1]["reason"] = self._reasons.pop(id(window))
         self._window_rss = memoryguard.rss_bytes() if self.config.max_window_mb else None
         coexist.claim(self.profiler, self._yield_to_job_profiler)
         if not self._guard("start", self.profiler.start):
@@ -608,7 +615,12 @@ class Session:
                 self.write_safely()
             return
         self.requests.append(request["id"])
-        self._windows.append(requesttaking.window_for(request, self.steps + 1, self.note_warning))
+        window = requesttaking.window_for(request, self.steps + 1, self.note_warning)
+        # Among the windows still to come, in step order: a scheduled one may come after it.
+        at = next((i for i in range(self._next, len(self._windows)) if self._windows[i].first > window.first), None)
+        self._windows.insert(len(self._windows) if at is None else at, window)
+        if request.get("reason"):
+            self._reasons[id(window)] = request["reason"]
         if self.state == State.DONE:
             self.state = State.WAITING
         self.write_safely()

@@ -19,12 +19,13 @@ from npuprof_launch.common.record import State
 
 def windows_planned(session) -> int:
     """How many windows this session means to record: none when it is off, one per request taken
-    when it profiles on demand, else the schedule's."""
+    when it profiles on demand, else the schedule's and those of the requests it took besides
+    (--on-slowdown)."""
     if session.state == State.OFF:
         return 0
     if session.on_demand:
         return len(session.requests)
-    return len(session.schedule.windows())
+    return len(session.schedule.windows()) + len(session.requests)
 
 
 def to_record(session) -> dict:
@@ -40,6 +41,7 @@ def to_record(session) -> dict:
         "rank_source": session.rank_source,
         "worker": session.worker,
         "run_id": session.run_id,
+        "attempt": names.attempt_of_worker(session.worker),
         "argv": list(sys.argv),
         "state": session.state.value,
         "clock": session.clock_name,

@@ -18,7 +18,8 @@ import time
 
 import npuprof_launch
 from npuprof_launch.common import names, options
-from npuprof_launch.launcher import launch, report, stallview, summary
+from npuprof_launch.common.record import alive_here
+from npuprof_launch.launcher import launch, report, runs, slowdowns, stallview, summary
 from npuprof_launch.launcher.progress import Progress
 
 USAGE_ERROR = 2
@@ -105,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
         usage="npuprof-run [OPTIONS] -- COMMAND [ARG ...]\n"
         "       npuprof-run --print-env [OPTIONS]\n"
-        "       npuprof-run --check DIR [--json]\n"
+        "       npuprof-run --check DIR [--json] [--run ID]\n"
         "       npuprof-run --analyse DIR [--export-type T]\n"
         "       npuprof-run --trigger DIR [--active N] [--warmup N] [--wait N] [--ranks LIST] [--timeout S]",
         description="Profile a PyTorch job without touching its code. Every option can also be given as the "
@@ -131,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="with --check: read every trace again, however large (by default, past 512 MB of traces, the "
         "summaries each window's aftercare wrote are used)",
+    )
+    modes.add_argument(
+        "--run",
+        metavar="ID",
+        default=None,
+        help="with --check: report run ID of DIR (by default the latest; the report lists the others)",
     )
     modes.add_argument(
         "--trigger",
@@ -225,6 +232,8 @@ def check_mode_arguments(namespace: argparse.Namespace, command: list[str]) -> s
         raise UsageError("--verbose goes with --check DIR: npuprof-run --check DIR --verbose")
     if namespace.deep and mode != "--check":
         raise UsageError("--deep goes with --check DIR: npuprof-run --check DIR --deep")
+    if namespace.run is not None and mode != "--check":
+        raise UsageError("--run goes with --check DIR: npuprof-run --check DIR --run ID")
     if namespace.timeout is not None and mode != "--trigger":
         raise UsageError("--timeout goes with --trigger DIR")
     if namespace.align is not None and mode != "--trigger":
@@ -250,17 +259,24 @@ def check_mode_arguments(namespace: argparse.Namespace, command: list[str]) -> s
     return mode
 
 
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], str | None]:
+    """The command line read and checked as ``main`` does before it acts: the namespace, the job's
+    command and the mode. Raises UsageError (argparse's own errors exit 2 with one line). The
+    tests read every suggested command through it, so each one is known to be accepted."""
+    ours, command = split_command(argv)
+    namespace = build_parser().parse_args(ours)
+    if namespace.command and command:
+        raise UsageError(f"unexpected argument {namespace.command[0]!r} before --: the job's command goes after --")
+    command = command or namespace.command
+    return namespace, command, check_mode_arguments(namespace, command)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ours, command = split_command(argv)
     try:
-        namespace = build_parser().parse_args(ours)
-        if namespace.command and command:
-            raise UsageError(f"unexpected argument {namespace.command[0]!r} before --: the job's command goes after --")
-        command = command or namespace.command
-        mode = check_mode_arguments(namespace, command)
+        namespace, command, mode = parse(argv)
         if mode == "--check":
-            return check(namespace.check, bool(namespace.json), bool(namespace.verbose), namespace.deep)
+            return check(namespace.check, bool(namespace.json), bool(namespace.verbose), namespace.deep, namespace.run)
         if mode == "--trigger":
             timeout = TRIGGER_TIMEOUT if namespace.timeout is None else namespace.timeout
             return trigger(namespace.trigger, resolve_config(namespace, os.environ), timeout, namespace.align)
@@ -277,7 +293,14 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
     # Inside another npuprof-run, keep its run: both launchers then report the same processes.
     run_id = os.environ.get(names.RUN_ID_VAR) or launch.new_run_id()
-    watcher = stallview.Watcher(output_dir, run_id) if config.hang_after != 0 else None
+    watcher = None
+    if config.hang_after != 0 or config.on_slowdown:
+        asking = (
+            slowdowns.Trigger(output_dir, run_id, config.on_slowdown, config.active, config.warmup, names.say)
+            if config.on_slowdown
+            else None
+        )
+        watcher = stallview.Watcher(output_dir, run_id, hangs=config.hang_after != 0, slowdowns=asking)
     if watcher:
         watcher.start()  # says while the job runs when its processes stop stepping
     outcome = launch.run(command, launch.job_environment(config, os.environ, output_dir, run_id))
@@ -347,7 +370,11 @@ def trigger(directory: str, config: options.Config, timeout: float, align: int |
 
     if not os.path.isdir(names.status_dir(directory)):
         raise UsageError(f"--trigger {directory!r}: no npuprof job writes there (no {names.STATUS_DIR}/ folder)")
-    start = None if align else ondemand.common_start(record.read_dir(directory), config.ranks)
+    records = record.read_dir(directory)
+    absent = _ranks_no_process_has(records, config.ranks)
+    if absent:
+        raise UsageError(absent)
+    start = None if align else ondemand.common_start(records, config.ranks)
     request = ondemand.write_request(
         directory, config.active, config.warmup, config.wait, config.ranks, start_step=start, align=align
     )
@@ -376,8 +403,39 @@ def trigger(directory: str, config: options.Config, timeout: float, align: int |
     return 0
 
 
-def check(directory: str, as_json: bool, verbose: bool = False, deep: bool | None = None) -> int:
-    """``--check DIR``: the report of everything in DIR; exit 0 only when it passed."""
+def _ranks_no_process_has(records: list[dict], ranks) -> str | None:
+    """Where ``--ranks`` names only ranks that no running on-demand process of the job has: the
+    ranks there are, instead of a wait that ends in a timeout (a process without a rank takes a
+    request as rank 0, as ``--ranks`` counts it everywhere)."""
+    running = [
+        r
+        for r in records
+        if "unreadable" not in r
+        and r.get("on_demand")
+        and not r.get("ended")
+        and (r.get("host") != names.host() or alive_here(r))  # another host's: taken as running
+    ]
+    if ranks is None or not running:
+        return None
+    there = sorted({r.get("rank") or 0 for r in running})
+    if set(there) & set(ranks):
+        return None
+    rankless = (
+        " (its processes have no rank: they take a request as rank 0)"
+        if all(r.get("rank") is None for r in running)
+        else ""
+    )
+    wanted = options.BY_NAME["ranks"].format(ranks)
+    return (
+        f"--ranks {wanted}: no running process of this job has that rank; the ranks it has: "
+        f"{options.BY_NAME['ranks'].format(there)}{rankless}"
+    )
+
+
+def check(
+    directory: str, as_json: bool, verbose: bool = False, deep: bool | None = None, run_id: str | None = None
+) -> int:
+    """``--check DIR``: the report of DIR's latest run, or of ``run_id``; exit 0 only when it passed."""
     import json
 
     if not os.path.isdir(directory):
@@ -390,7 +448,13 @@ def check(directory: str, as_json: bool, verbose: bool = False, deep: bool | Non
             f"(default {names.DEFAULT_OUTPUT_DIR})"
         )
         return 1
-    result = report.build(directory, deep=deep)
+    if run_id is not None:
+        found = runs.ids(directory)
+        if run_id not in found:
+            there = ", ".join(repr(item) for item in found) or "none"
+            names.say(f"--run {run_id!r}: no such run in {directory} (its runs: {there})")
+            return USAGE_ERROR
+    result = report.build(directory, run_id, deep=deep)
     result["html"] = write_html(result)
     if as_json:
         print(json.dumps(result, indent=1))
@@ -412,6 +476,13 @@ def analyse(directory: str, namespace: argparse.Namespace) -> int:
     if not os.path.isdir(directory):
         raise UsageError(f"--analyse {directory!r}: not a directory")
     sessions = deliverables.ascend_dirs(directory)
+    if not sessions and _torch_run(directory):
+        names.say(
+            f"--analyse {directory!r}: a run of the torch backend: its traces are already complete (torch.profiler "
+            f"writes them parsed; only torch_npu's raw data needs --analyse); npuprof-run --check {directory} "
+            "validates them"
+        )
+        return 0
     if not sessions:
         raise UsageError(
             f"--analyse {directory!r}: no *{names.ASCEND_DIR_SUFFIX} directory there; give the --output-dir "
@@ -434,6 +505,18 @@ def analyse(directory: str, namespace: argparse.Namespace) -> int:
         print("\n".join(f"  - {problem}" for problem in problems))
     print("npuprof: analyse " + ("FAILED" if problems else "passed"))
     return 1 if problems else 0
+
+
+def _torch_run(directory: str) -> bool:
+    """Whether ``directory`` is the output of a torch-backend run: a record says so, or a trace is there."""
+    from npuprof_launch.common import record
+
+    if any(r.get("backend") == "torch" for r in record.read_dir(directory)):
+        return True
+    try:
+        return any(name.endswith(names.TORCH_TRACE_SUFFIXES) for name in os.listdir(directory))
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager

@@ -399,9 +399,9 @@ def median_chart(grid: Grid, job: dict) -> str:
             )
         parts.append(f'<table class="bars">{"".join(rows)}</table>')
         parts.append(
-            '<p class="caption">The median of each process\'s step times over the whole run, but the steps the '
-            "tool's windows ran in (each window and the steps that start and stop it); the warm-up steps included."
-            "</p>"
+            '<p class="caption">The median of each process\'s step times over the whole run, without the steps '
+            "the tool worked in (each window, its schedule's warm-up steps, and the steps just before and after "
+            "it: stepstats.ToolSteps); the job's first steps count.</p>"
         )
     parts.append("</section>\n")
     return "".join(parts)

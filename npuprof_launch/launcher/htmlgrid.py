@@ -213,9 +213,12 @@ def _row_label(members: list[dict]) -> str:
 
 
 def process_label(process: dict) -> str:
-    """How the page names a process (``rank 3``, ``pid 12``, with its stage): one name in the charts and the table."""
+    """How the page names a process (``rank 3``, ``pid 12``, with its attempt and stage): one name in the charts
+    and the table."""
     rank = process.get("rank")
     label = f"rank {rank}" if rank is not None else f"pid {process.get('pid')}"
+    if process.get("attempt"):  # after a torchelastic restart: the same rank again, another process
+        label += f" restart {process['attempt']}"
     return f"{label} stage {process['stage']}" if process.get("stage") else label
 
 

@@ -23,7 +23,7 @@ import shlex
 import urllib.parse
 
 from npuprof_launch.common import names, stepstats
-from npuprof_launch.launcher import jobview
+from npuprof_launch.launcher import jobview, runs
 from npuprof_launch.launcher.htmlgrid import median_s, process_label, process_windows
 
 #: Operators shown per process in the table.
@@ -40,13 +40,14 @@ def headline(report: dict, job: dict) -> str:
     """One line of what was profiled: the page's title and the line under its heading."""
     processes = report.get("processes") or []
     recorded = [p for p in processes if p.get("windows")]
-    text = count(len(recorded), "process") + " profiled"
+    text = count(runs.process_count(recorded), "process") + " profiled"
     if not processes:
         return text
     ranks = sorted({p["rank"] for p in processes if p.get("rank") is not None})
     hosts = count(job.get("hosts") or 1, "host")
     where = f"{jobview.who(ranks)} on {hosts}" if ranks else hosts
-    return f"{text} ({where}), {job.get('windows_completed', 0)} of {job.get('windows_planned', 0)} windows complete"
+    done = f"{job.get('windows_completed', 0)} of {job.get('windows_planned', 0)} windows complete"
+    return f"{text} ({where}{runs.attempts_text(processes)}), {done}"
 
 
 def header(report: dict, job: dict) -> str:
@@ -75,6 +76,9 @@ def header(report: dict, job: dict) -> str:
         when.append(f"run {esc(run['run_id'])}")
     if when:
         facts.append(("run", ", ".join(when)))
+    others = runs.others_text(report.get("runs") or [], report.get("run_id"), report.get("output_dir"))
+    if others:
+        facts.append(("other runs", esc(others)))
     rows = "".join(f"<tr><th>{name}</th><td>{value}</td></tr>" for name, value in facts)
     step = job.get("step_time_s") or {}
     tiles = [
@@ -178,13 +182,12 @@ def next_commands(job: dict) -> str:
     if not suggestions:
         return ""
     items = "".join(f"<li><pre><code>{esc(s)}</code></pre></li>" for s in suggestions)
-    on = [
-        what
-        for what, found in (("the worst spike", job.get("spikes")), ("the slow rank", job.get("slow_ranks")))
-        if found
-    ]
+    # jobview._suggestions: one on the worst spike where there is one, one on the slow rank where one stands out.
+    aims = ["a window on the worst spike"] if job.get("spikes") else []
+    if job.get("slow_ranks"):
+        aims.append("one on the slow rank" if aims else "a window on the slow rank")
     return (
-        f'<section id="next"><h2>Next</h2><p>To look closer: a window on {" and one on ".join(on)}.</p>'
+        f'<section id="next"><h2>Next</h2><p>To look closer: {", and ".join(aims)}.</p>'
         f'<ol class="commands">{items}</ol></section>\n'
     )
 

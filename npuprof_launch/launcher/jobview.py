@@ -99,11 +99,14 @@ def summarize(
     processes: list[dict],
     command: list[str] | None = None,
     given: dict | None = None,
+    route: str = "prefix",
     steps_of: Callable[[dict], Steps | None] | None = None,
 ) -> dict:
     """The ``job`` object of the report. Each process row carries ``step_stats`` (stepstats.rank_stats) and,
-    when its window's traces were read, ``collective_s`` and ``window_s``. ``steps_of``: a row's own
-    step times (read_steps); without them no rank is named slow by its step times."""
+    when its window's traces were read, ``collective_s`` and ``window_s``. ``given``: the run's options
+    as text; ``route``: how it was started ("prefix", or "env" for the variables), for the suggestions.
+    ``steps_of``: a row's own step times (read_steps); without them no rank is named slow by its step
+    times."""
     steps_of = steps_of or (lambda process: None)
     ranks = {p["rank"] for p in processes if p.get("rank") is not None}
     timed = [p for p in processes if p.get("step_stats")]
@@ -149,7 +152,7 @@ def summarize(
     job["spikes"], job["undecidable_spikes"] = _spikes(timed)
     job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], job["undecidable_spikes"])
     job["window_steps"] = _window_steps(processes)
-    job["suggestions"] = _suggestions(job, command, given or {})
+    job["suggestions"] = _suggestions(job, command, given or {}, route)
     return job
 
 
@@ -158,7 +161,7 @@ def _groups(processes: list[dict]) -> list[list[dict]]:
     groups: dict[tuple, list[dict]] = {}
     for process in processes:
         if process.get("rank") is not None:
-            groups.setdefault((process.get("run_id"), process.get("stage")), []).append(process)
+            groups.setdefault((process.get("run_id"), process.get("attempt"), process.get("stage")), []).append(process)
     return [group for group in groups.values() if len(group) >= 2]
 
 
@@ -400,41 +403,49 @@ def _window_steps(processes: list[dict]) -> list[dict]:
     ]
 
 
-def _suggestions(job: dict, command: list[str] | None, given: dict) -> list[str]:
-    """The next runs: a window on the worst spike, and one on the slowest rank; the other options
-    the run was given (its --output-dir, --backend, ...) are kept. A spike beside a window's
-    aftercare may have lacked the CPU our compression took: the job's worst spike clear of it
-    comes first. Failing one, the worst beside it: the run suggested profiles that step with no
-    aftercare beside it (its own comes after its window), so it tells the job's cost from ours."""
+def _suggestions(job: dict, command: list[str] | None, given: dict, route: str = "prefix") -> list[str]:
+    """The next runs: a window on the worst spike, and one on the slowest rank; every other option
+    the run was given (its --output-dir, --scenario, --stage, --backend, ...) is kept, and the run
+    starts the way this one did (the prefix, or ``--print-env`` for a launch script), so each
+    command works as printed. A spike beside a window's aftercare may have lacked the CPU our
+    compression took: the job's worst spike clear of it comes first. Failing one, the worst beside
+    it: the run suggested profiles that step with no aftercare beside it (its own comes after its
+    window), so it tells the job's cost from ours."""
     found = []
     if job["spikes"]:
         spike = min(job["spikes"], key=lambda item: bool(item.get("beside_aftercare")))  # the first such
         ranks = spike["ranks"]
         everyone = len(ranks) >= job["ranks"]
-        where = "" if everyone or not ranks else f" --ranks {rank_list(ranks)}"
-        found.append(_run(where, spike, spike["step"] - 1, 1, command, given))
+        where = [] if everyone or not ranks else ["--ranks", rank_list(ranks)]
+        found.append(_run(where, spike, spike["step"] - 1, 1, command, given, route))
     if job["slow_ranks"]:
         slow = job["slow_ranks"][0]
         skip = max(1, min(job["steps"] // 2, 10))
-        found.append(_run(f" --ranks {slow['rank']}", slow, skip, 2, command, given))
+        found.append(_run(["--ranks", str(slow["rank"])], slow, skip, 2, command, given, route))
     return found
 
 
-def _run(where: str, finding: dict, skip: int, active: int, command: list[str] | None, given: dict) -> str:
+def _run(
+    where: list[str], finding: dict, skip: int, active: int, command: list[str] | None, given: dict, route: str
+) -> str:
     """One suggested command: these steps, on these ranks, of the job or of the finding's stage.
 
     A stage's own ``skip-first``/``active`` outrank the flags, so a stage's steps are chosen in
     its declaration; the other stages are kept as they were given (a stage declared only in
-    the environment is declared on the command from its record)."""
+    the environment is declared on the command from its record). After the variables' route
+    (``--print-env``, or NPU_PROF_* exported by hand) the command is the ``eval`` line for the
+    launch script: the job's own command is not known there."""
     stage = finding.get("stage")
     if stage is None:
-        head = f"--skip-first {skip} --active {active}{where}"
+        head = ["--skip-first", str(skip), "--active", str(active), *where]
         kept = options.as_flags(given, SUGGESTION_SETS)
     else:
-        head = where.strip()
+        head = list(where)
         declared = {stages.split(text)[0]: text for text in stages.split_list(str(given.get("stage") or ""))}
         own = declared.get(stage, f"{stage}={finding.get('target')}")
         declared[stage] = stages.with_selection(own, [("skip-first", str(skip)), ("active", str(active))])
         kept = options.as_flags({**given, "stage": stages.SEPARATOR.join(declared.values())}, SUGGESTION_SETS)
-    tail = (" " + shlex.join(kept) if kept else "") + (f" -- {shlex.join(command)}" if command else " -- COMMAND")
-    return f"npuprof-run{' ' + head if head else ''}{tail}"
+    if route == "env":
+        return f'eval "$(npuprof-run --print-env {shlex.join([*head, *kept])})"'
+    tail = f"-- {shlex.join(command)}" if command else "-- COMMAND"
+    return " ".join(["npuprof-run", *([shlex.join([*head, *kept])] if head or kept else []), tail])

@@ -57,6 +57,9 @@ def export_lines(config: options.Config, environ) -> str:
     lines = [
         f"export {names.ENABLE_VAR}=1",
         f'export PYTHONPATH={shlex.quote(HOOK_DIR)}"${{PYTHONPATH:+:$PYTHONPATH}}"',
+        # A run id made each time the lines are evaluated (never when they were printed: a script they
+        # were pasted into runs many times): --check DIR tells runs apart by it.
+        f'export {names.RUN_ID_VAR}="env-$(date +%Y%m%d-%H%M%S)-$$"',
     ]
     for option in options.OPTIONS:
         value = config.get(option.name)

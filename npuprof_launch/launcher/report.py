@@ -18,7 +18,7 @@ import os
 
 from npuprof_launch.common import deliverables, names, options, outcomes, processlog
 from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
-from npuprof_launch.launcher import jobview, launch, slowdowns, stallview, windowfiles
+from npuprof_launch.launcher import jobview, launch, runs, slowdowns, stallview, windowfiles
 from npuprof_launch.launcher.progress import Progress
 
 TOP_OPERATORS = 5
@@ -36,21 +36,25 @@ PYTHON_FLAGS_WITHOUT_HOOK = {"-I": "isolated mode", "-E": "ignores PYTHON* varia
 
 
 def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, run: dict | None = None) -> dict:
-    """The report of everything under ``output_dir`` (only run ``run_id``'s processes, if given).
+    """The report of one run under ``output_dir``: ``run_id``'s, else the latest (runs.py); the
+    other runs there are listed, never merged in.
 
     ``deep``: read every trace again (True), use the windows' own summaries (False), or the first
     when the traces are small (None: up to DEEP_BYTES on disk). ``run``: the launcher's record of
     the run, where it has it in hand (it may not have been written).
     """
     output_dir = os.path.abspath(output_dir)
-    if run is None:
-        runs = launch.read_runs(output_dir)
-        run = runs.get(run_id) if run_id else _one_run(runs)
-    records = [r for r in read_dir(output_dir) if not run_id or r.get("run_id") == run_id]
+    accounts = launch.read_runs(output_dir)
+    every_record = read_dir(output_dir)
+    listing = runs.listed(every_record, accounts, processlog.read(output_dir), output_dir)
+    reported = run_id if run_id is not None else runs.chosen(listing, None)
+    if run is None and reported is not None:
+        run = accounts.get(reported)
+    records = [r for r in every_record if reported is None or "unreadable" in r or (r.get("run_id") or "") == reported]
     weight = _trace_bytes(output_dir, records)
     if deep is None:
         deep = weight <= DEEP_BYTES
-    log = processlog.read(output_dir, run_id)
+    log = processlog.read(output_dir, reported)
     problems: list[tuple[int | None, str]] = []
     findings: list[str] = []
     processes, excluded, declined, replaced = [], [], [], []
@@ -78,17 +82,25 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     full = _full_disk(output_dir)  # its effects (no record, no trace) would be told as causes
     if not processes and not excluded and not declined and not declared and not replaced and not full:
         problems.append((None, _why_nothing(run, log, idle)))
+    untracked = runs.untracked_problem(output_dir, every_record)
+    if untracked:
+        problems.append((None, untracked))
+    given = runs.given_options(run, records, output_dir)
     job = jobview.summarize(
         processes,
         run.get("command") if run else None,
-        (run or {}).get("options"),
+        given,
+        route=runs.route(run, records),
         steps_of=lambda process: jobview.read_steps(process, output_dir),
     )
+    job["processes"] = runs.process_count(processes)  # a process with two stages has two rows
     job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
-    findings.extend(stallview.stall_line(stall) for stall in job["stalls"])
+    findings[:0] = [stallview.stall_line(stall) for stall in job["stalls"]]  # the job stopped: said first
     findings.extend(stallview.pause_line(pause) for pause in job["pauses"])
+    job["spikes"] = stallview.unexplained(job["spikes"], job["pauses"])  # a pause's step is told as the pause
     job["slowdowns"] = slowdowns.of_processes(processes, output_dir)
     findings.extend(slowdowns.text(slowdown) for slowdown in job["slowdowns"])
+    findings.extend(slowdowns.asked_windows(processes))
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
     for process in processes:
         method = slow_ranks.get((process.get("rank"), process.get("stage")))
@@ -124,7 +136,10 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         "processes": processes,
         "replaced": [_label(r) for r in replaced],
         "idle_processes": sum(1 for line in idle if not line.get("stepped")),
+        "left_out": _left_out(excluded),
         "run": run,
+        "run_id": reported,
+        "runs": [dict(item, reported=item["run_id"] == reported) for item in listing],
         "output_dir": output_dir,
     }
 
@@ -153,13 +168,22 @@ def _label(record: dict) -> str:
     rank = record.get("rank")
     where = f"rank {rank}" if rank is not None else "process"
     stage = f" stage {record['stage']}" if record.get("stage") else ""
-    return f"{where}{stage} (pid {record.get('pid')} on {record.get('host')})"
+    attempt = runs.attempt_of(record)
+    restart = f", after restart {attempt}" if attempt else ""
+    return f"{where}{stage} (pid {record.get('pid')} on {record.get('host')}{restart})"
 
 
 def _order(process: dict) -> tuple:
-    """Ranks in numeric order, rankless processes after them, stages together."""
+    """Attempts apart, in order; in each, ranks in numeric order, rankless processes after them,
+    stages together."""
     rank = process.get("rank")
-    return (rank is None, rank if rank is not None else 0, str(process.get("stage")), process.get("pid") or 0)
+    return (
+        process.get("attempt") or 0,
+        rank is None,
+        rank if rank is not None else 0,
+        str(process.get("stage")),
+        process.get("pid") or 0,
+    )
 
 
 def _differing_windows(window_steps: list[dict]) -> list[dict]:
@@ -178,14 +202,6 @@ def _whose(entry: dict) -> str:
 
 def _steps_text(pairs) -> str:
     return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in pairs)
-
-
-def _one_run(runs: dict) -> dict | None:
-    """Without a run id: the one run, or among several the first that did not end well."""
-    if len(runs) == 1:
-        return next(iter(runs.values()))
-    failed = [run for run in runs.values() if run.get("status") not in (None, 0)]
-    return failed[0] if failed else None
 
 
 def _trace_bytes(output_dir: str, records: list[dict]) -> int:
@@ -221,6 +237,7 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
         )
     }
     process.update(
+        attempt=runs.attempt_of(record),
         traces=list(record.get("traces") or []),
         windows=[dict(w) for w in record.get("windows") or []],
         warnings=list(record.get("warnings") or []),
@@ -490,6 +507,20 @@ def _check_traces(
             "(its [ERROR] lines on the job's stderr say why)"
         )
     return problems, collective_us, window_us
+
+
+def _left_out(excluded: list[dict]) -> dict | None:
+    """The processes ``--ranks`` left out on purpose (they stepped, and never started a profiler):
+    named, so that a rank missing from the table is not taken for a lost one."""
+    if not excluded:
+        return None
+    chosen = (excluded[0].get("options") or {}).get("ranks")
+    ranks = sorted({r["rank"] if r.get("rank") is not None else 0 for r in excluded})
+    return {
+        "ranks": ranks,
+        "processes": runs.process_count(excluded),
+        "option": f"--ranks {options.BY_NAME['ranks'].format(chosen)}" if chosen else None,
+    }
 
 
 def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]:

@@ -219,3 +219,79 @@ def text(slowdown: dict) -> str:
         f"a slowdown from step {slowdown['step']:,}: {whose} took {slowdown['after_s'] * 1e3:.1f} ms against "
         f"{slowdown['before_s'] * 1e3:.1f} ms before ({slowdown['ratio']:.2f}x), {until}"
     )
+
+
+def asked_windows(processes: list[dict]) -> list[str]:
+    """One line per window that --on-slowdown asked for (the same steps on every rank: one line)."""
+    asked = {
+        (window["first_step"], window.get("last_step"), window["reason"])
+        for process in processes
+        for window in process.get("windows") or ()
+        if window.get("reason")
+    }
+    return [
+        f"the window on steps {first}-{last} was asked for by --on-slowdown: {reason}"
+        for first, last, reason in sorted(asked, key=str)
+    ]
+
+
+class Trigger:
+    """``--on-slowdown N``: while the job runs, find a slowdown in the step times the processes
+    write at their checkpoints, and ask every process for one on-demand window in the slow regime
+    (the aligned request of ``--trigger``: a step none has reached), up to N times, each for a
+    slowdown that began after the last one asked for."""
+
+    #: Seconds between looks: the step times come at the processes' checkpoints, every few seconds.
+    every_s = 4.0
+
+    def __init__(self, output_dir: str, run_id: str, times: int, active: int, warmup: int, say) -> None:
+        self.output_dir = output_dir
+        self.run_id = run_id
+        self.left = times
+        self.times = times
+        self.active = active
+        self.warmup = warmup
+        self._say = say
+        self._sizes: dict[str, int] = {}
+        self._asked_after = 0
+
+    def look(self) -> dict | None:
+        """One look: the request written now, if any."""
+        import os
+
+        from npuprof_launch.common import ondemand, record, stepstats, steptimes
+
+        if self.left <= 0:
+            return None
+        running = [
+            rec
+            for rec in record.read_dir(self.output_dir)
+            if rec.get("run_id") == self.run_id and not rec.get("ended") and rec.get("step_times")
+        ]
+        found = []
+        for rec in running:
+            path = os.path.join(self.output_dir, rec["step_times"])
+            size = os.path.getsize(path) if os.path.exists(path) else 0
+            if size == self._sizes.get(path):
+                continue
+            self._sizes[path] = size
+            durations = steptimes.read(path)
+            slow = find(durations, stepstats.ToolSteps(rec.get("windows"), len(durations) + 1), stepstats.WARMUP_STEPS)
+            if slow and slow["step"] > self._asked_after and slow["to_end"]:
+                found.append({**slow, "rank": rec.get("rank")})
+        if not found:
+            return None
+        (slowdown,) = group(found, len(running))[:1]
+        start = ondemand.common_start(running)
+        reason = text(slowdown)
+        request = ondemand.write_request(
+            self.output_dir, self.active, self.warmup, 0, None, start_step=start, reason=reason
+        )
+        self.left -= 1
+        self._asked_after = max(item["step"] for item in found)
+        where = f"at step {start}" if start else "at its next step"
+        self._say(
+            f"{reason}: every process was asked for a window of {self.active} steps {where} "
+            f"(--on-slowdown, {self.times - self.left} of {self.times})"
+        )
+        return request

@@ -100,11 +100,20 @@ def summarize(records: list[dict], output_dir: str) -> tuple[list[dict], list[di
     return stall_groups, pause_groups
 
 
+def unexplained(spikes: list[dict], pauses: list[dict]) -> list[dict]:
+    """The spikes that are not the step a pause was in (a pause's step is a spike too: said once)."""
+    paused = {(pause["step"] + 1, tuple(pause["ranks"])) for pause in pauses if not pause.get("at_end")}
+    return [spike for spike in spikes if (spike["step"], tuple(spike.get("ranks") or ())) not in paused]
+
+
 def where_text(groups: list[dict]) -> str:
     """``rank 1 in time.sleep (train.py:25); ranks 0, 2-7 in all_reduce (train.py:42)``."""
     parts = []
     for group in groups:
-        who = jobview.who(group["ranks"]) if group["ranks"] else f"{group['processes']} process(es)"
+        if group["ranks"]:
+            who = jobview.who(group["ranks"])
+        else:
+            who = "it was" if group["processes"] == 1 else f"{group['processes']} processes were"
         parts.append(f"{who} {stalls.place_text(group)}")
     return "; ".join(parts)
 
@@ -134,12 +143,17 @@ def _who(item: dict) -> str:
 
 class Watcher:
     """While the job runs: read the status folder every WATCH_EVERY_S and say when processes
-    stop stepping, once, then again only when the stall has doubled in length."""
+    stop stepping, once, then again only when the stall has doubled in length; with
+    --on-slowdown, look for slowdowns too (slowdowns.Trigger)."""
 
-    def __init__(self, output_dir: str, run_id: str, say=names.say) -> None:
+    def __init__(self, output_dir: str, run_id: str, say=names.say, hangs: bool = True, slowdowns=None) -> None:
         self.output_dir = output_dir
         self.run_id = run_id
         self._say = say
+        self._hangs = hangs
+        #: --on-slowdown's slowdowns.Trigger, looked at every its every_s, or None.
+        self._slowdowns = slowdowns
+        self._slowdowns_at = 0.0
         self._stop = threading.Event()
         self._told_s = 0.0
         self._sizes: dict[str, int] = {}
@@ -153,9 +167,15 @@ class Watcher:
         self._thread.join(timeout=5)
 
     def _loop(self) -> None:
+        waited = 0.0
         while not self._stop.wait(WATCH_EVERY_S):
+            waited += WATCH_EVERY_S
             try:
-                self.look()
+                if self._hangs:
+                    self.look()
+                if self._slowdowns is not None and waited - self._slowdowns_at >= self._slowdowns.every_s:
+                    self._slowdowns_at = waited
+                    self._slowdowns.look()
             except Exception:  # noqa: BLE001 - a look that fails is never worth the launcher
                 pass
 

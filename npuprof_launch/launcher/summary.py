@@ -8,7 +8,7 @@ rank, the next command to run, and how to open what was written.
 from __future__ import annotations
 
 from npuprof_launch.common import names
-from npuprof_launch.launcher import jobview
+from npuprof_launch.launcher import jobview, runs
 
 #: Rows shown before "... and N more".
 ROWS_SHOWN = 8
@@ -35,6 +35,9 @@ def format_table(report: dict, verbose: bool = False) -> str:
     out = report["output_dir"]
     recorded = [p for p in processes if p.get("windows")]
     lines.append(f"{names.VOICE} {_headline(processes, recorded, job)}; output in {out}")
+    others = runs.others_text(report.get("runs") or [], report.get("run_id"), out)
+    if others:
+        lines.append(f"{names.VOICE} {others}")
     step = job.get("step_time_s")
     if step:
         lines.append(
@@ -53,8 +56,8 @@ def format_table(report: dict, verbose: bool = False) -> str:
         if len(shown) < len(processes):
             lines.append(f"  ... and {len(processes) - len(shown)} more (npuprof-run --check {out} --verbose)")
         lines.append(
-            "  (step ms: the median wall time between step boundaries, over the whole run but the steps the tool's "
-            "windows ran in)"
+            "  (step ms: the median wall time between step boundaries, over the whole run but the steps the tool "
+            "worked in)"
         )
     stepped = len(processes) - len(recorded)
     if stepped:
@@ -62,6 +65,13 @@ def format_table(report: dict, verbose: bool = False) -> str:
     if report.get("replaced"):
         lines.append(
             f"  {_count(len(report['replaced']), 'process')} replaced itself with os.exec and counted on there"
+        )
+    left_out = report.get("left_out")
+    if left_out:
+        by = f"left out by {left_out['option']}" if left_out.get("option") else "not meant to profile"
+        lines.append(
+            f"  {jobview.who(left_out['ranks'])} ({_count(left_out['processes'], 'process')}): {by}, "
+            "stepped without a profiler"
         )
     if report.get("idle_processes"):
         n = report["idle_processes"]
@@ -91,14 +101,14 @@ def _count(n: int, noun: str) -> str:
 
 
 def _headline(processes: list[dict], recorded: list[dict], job: dict) -> str:
-    text = f"{_count(len(recorded), 'process')} profiled"
+    text = f"{_count(runs.process_count(recorded), 'process')} profiled"
     if not processes:
         return text
     ranks = sorted({p["rank"] for p in processes if p.get("rank") is not None})
     hosts = job.get("hosts") or 1
     where = f"{jobview.who(ranks)} on {_count(hosts, 'host')}" if ranks else _count(hosts, "host")
     done = f"{job.get('windows_completed', 0)} of {job.get('windows_planned', 0)} windows complete"
-    return f"{text} ({where}), {done}"
+    return f"{text} ({where}{runs.attempts_text(processes)}), {done}"
 
 
 def _rows_to_show(processes: list[dict], report: dict) -> list[dict]:

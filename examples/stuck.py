@@ -1,4 +1,5 @@
-"""A job that stops stepping, for the hang-watch tests: gloo ranks under torchrun, or one process.
+"""A job that stops stepping, for the hang watch (README: Hangs and slowdowns; tests/test_hangs.py):
+gloo ranks under torchrun, or one process.
 
 --stuck-rank R --after N   rank R blocks in time.sleep after step N (the others wait in all_reduce)
 --pause S                  with --after N: sleep S seconds once, then go on (a pause, not a hang)
@@ -32,15 +33,15 @@ def main() -> None:
         model(torch.randn(8, 16)).sum().backward()
         if distributed:
             for parameter in model.parameters():
-                dist.all_reduce(parameter.grad)
+                dist.all_reduce(parameter.grad)  # the others wait here
         optimizer.step()
         optimizer.zero_grad()
         if step == args.after and args.pause is not None:
             print(f"rank {rank} pausing after step {step}", flush=True)
-            time.sleep(args.pause)
+            time.sleep(args.pause)  # the pause
         if step == args.after and rank == args.stuck_rank:
             print(f"rank {rank} stuck after step {step}", flush=True)
-            time.sleep(3600)
+            time.sleep(3600)  # the hang
     print(f"rank {rank} done", flush=True)
     sys.exit(0)
 
