@@ -176,10 +176,10 @@ def collective_row(rank: int, collective_s: float, last_step: int, step_s: float
 
 def test_in_lockstep_the_rank_that_waits_least_is_named_from_three_steps_beyond_the_others_spread():
     """Issue 25: a healthy 4-rank job was told "rank 1 is the one the others wait for" from 2 steps of waits."""
-    named = jobview.summarize([collective_row(r, s, 5) for r, s in enumerate((0.11, 0.12, 0.04, 0.118))])
+    named = jobview.summarize([collective_row(r, s, 5) for r, s in enumerate((0.11, 0.12, 0.02, 0.118))])
     (slow,) = named["slow_ranks"]
     assert slow["rank"] == 2 and slow["method"] == "collectives" and slow["steps"] == 3
-    two_steps = jobview.summarize([collective_row(r, s, 4) for r, s in enumerate((0.11, 0.12, 0.04, 0.118))])
+    two_steps = jobview.summarize([collective_row(r, s, 4) for r, s in enumerate((0.11, 0.12, 0.02, 0.118))])
     assert two_steps["slow_ranks"] == []
     spread = jobview.summarize([collective_row(r, s, 5) for r, s in enumerate((0.05, 0.12, 0.02, 0.09))])
     assert spread["slow_ranks"] == [], "half the others' median, but within their spread"
