@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--slow-rank", type=int, default=2)
     parser.add_argument("--slow-s", type=float, default=0.03)
     parser.add_argument("--stall-rank", type=int, default=1)

@@ -7,6 +7,7 @@ the boundaries that end steps ``s - 1`` and ``s`` (steptimes.py); step 1 has non
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_right
 
 #: A step this many times its rank's median (and SPIKE_MIN_S longer) is a spike. Not a spike: the
@@ -34,7 +35,7 @@ def rank_stats(durations, profiled: ToolSteps | None = None) -> dict | None:
     median = quantile(ordered, 0.5)
     threshold = max(median * SPIKE_RATIO, median + SPIKE_MIN_S)
     above = len(ordered) - bisect_right(ordered, threshold)
-    spikes = []
+    spikes: list[dict] = []
     if above:
         # The few largest values are found by C-level searches, not by a Python loop over the run.
         start_by_value: dict[float, int] = {}
@@ -48,6 +49,9 @@ def rank_stats(durations, profiled: ToolSteps | None = None) -> dict | None:
             if profiled.beside_aftercare(step):
                 spike["beside_aftercare"] = True
             spikes.append(spike)
+    beside = [spike for spike in spikes if spike.get("beside_aftercare")]
+    if beside:
+        _aftercare_cost(durations, profiled, median, beside)
     return {
         "count": len(ordered),
         "median_s": median,
@@ -56,6 +60,20 @@ def rank_stats(durations, profiled: ToolSteps | None = None) -> dict | None:
         "max_step": _step_of(durations, ordered[-1], profiled),
         "spikes": spikes,
     }
+
+
+def _aftercare_cost(durations, profiled: ToolSteps, median: float, spikes: list[dict]) -> None:
+    """Each spike beside the aftercare gets ``aftercare_others_s``: the worst excess over the median
+    of the other steps the aftercare touched (past warm-up, outside the profiled steps), what its
+    cost explains (findings.spike_beside_aftercare); None when it touched no other step."""
+    touched = [step for first, last in profiled.aftercare_spans() for step in range(first, last + 1)]
+    touched = [
+        step for step in touched if step > 1 + WARMUP_STEPS and step not in profiled and step - 2 < len(durations)
+    ]
+    worst = heapq.nlargest(len(spikes) + 1, touched, key=lambda step: durations[step - 2])
+    for spike in spikes:
+        other = next((step for step in worst if step != spike["step"]), None)
+        spike["aftercare_others_s"] = None if other is None else max(0.0, float(durations[other - 2]) - median)
 
 
 def _job_steps_sorted(durations, profiled: ToolSteps) -> list:
@@ -75,14 +93,15 @@ def _step_of(durations, value, profiled: ToolSteps) -> int:
     return index + 2
 
 
-def _merged(spans) -> list[list[int]]:
-    merged: list[list[int]] = []
+def merged(spans) -> list[list[int]]:
+    """Ranges of steps ([first, last]), the overlapping and adjacent ones joined, in order."""
+    joined: list[list[int]] = []
     for first, last in sorted(spans):
-        if merged and first <= merged[-1][1] + 1:
-            merged[-1][1] = max(merged[-1][1], last)
+        if joined and first <= joined[-1][1] + 1:
+            joined[-1][1] = max(joined[-1][1], last)
         else:
-            merged.append([first, last])
-    return merged
+            joined.append([first, last])
+    return joined
 
 
 class ToolSteps:
@@ -107,9 +126,9 @@ class ToolSteps:
             care = window.get("aftercare_steps")
             if care:
                 beside.append((care[0], care[1] if care[1] is not None else steps))
-        self._spans = _merged(edges)
+        self._spans = merged(edges)
         self._firsts = [first for first, _ in self._spans]
-        self._beside = _merged(beside)
+        self._beside = merged(beside)
         self._beside_firsts = [first for first, _ in self._beside]
 
     def __contains__(self, step: int) -> bool:
@@ -117,6 +136,14 @@ class ToolSteps:
 
     def beside_aftercare(self, step: int) -> bool:
         return _within(self._beside_firsts, self._beside, step)
+
+    def aftercare_spans(self) -> list[list[int]]:
+        """The steps beside the aftercare, as merged [first, last] ranges."""
+        return [list(span) for span in self._beside]
+
+    def spans(self) -> list[list[int]]:
+        """The profiled steps, as merged [first, last] ranges."""
+        return [list(span) for span in self._spans]
 
     def job_durations(self, durations) -> list:
         """``durations`` (of steps 2, 3, ...) without the profiled steps, by slices: no Python loop over the run."""

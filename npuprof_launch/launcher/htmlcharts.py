@@ -377,6 +377,8 @@ def median_chart(grid: Grid, job: dict) -> str:
                 "one's, since the others wait for it inside the collective; so its median step time need not stand "
                 "out. The traces tell instead: it is the one that waits least in its collectives.</p>"
             )
+    elif job.get("no_rank_stands_out"):
+        parts.append(f"<p>No rank stands out: {esc(job['no_rank_stands_out'])}.</p>")
     else:
         parts.append("<p>No rank stands out.</p>")
     medians = [m for m in grid.medians if m]

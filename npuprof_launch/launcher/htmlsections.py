@@ -115,6 +115,13 @@ def problems_and_findings(report: dict) -> str:
         parts.append(f'<div class="box note"><h3>Findings</h3><ul>{items}</ul></div>')
     elif report.get("processes"):
         parts.append('<div class="box"><h3>Findings</h3><p>No slow rank and no spike stood out.</p></div>')
+    job = report.get("job") or {}
+    if job.get("no_rank_stands_out"):
+        parts.append(f"<p>No rank stands out: {esc(job['no_rank_stands_out'])}.</p>")
+    tool_lines = (job.get("tool_steps") or {}).get("lines") or ()
+    if tool_lines:
+        items = "".join(f"<li>{esc(line)}</li>" for line in tool_lines)
+        parts.append(f'<div class="box"><h3>The tool\'s own steps</h3><ul>{items}</ul></div>')
     for name in report.get("replaced") or ():
         parts.append(f"<p>{esc(name)} replaced itself with os.exec and counted on there.</p>")
     if report.get("idle_processes"):
@@ -129,8 +136,9 @@ def spike_table(job: dict) -> str:
     head = '<section id="spikes"><h2>Spikes</h2>'
     if not spikes:
         return (
-            f"{head}<p>No step took {stepstats.SPIKE_RATIO:g}x its rank's median or more (the first "
-            f"{stepstats.WARMUP_STEPS} timed steps and the profiled steps do not count).</p></section>\n"
+            f"{head}<p>No step of the job's took {stepstats.SPIKE_RATIO:g}x its rank's median or more (the first "
+            f"{stepstats.WARMUP_STEPS} timed steps and the profiled steps do not count; those beside the tool's "
+            "aftercare that its cost may explain are told apart, above).</p></section>\n"
         )
     rows = []
     ranks_total = job.get("ranks") or 0
@@ -153,7 +161,9 @@ def spike_table(job: dict) -> str:
         f'<tbody>{"".join(rows)}</tbody></table><p class="caption">A spike: a step '
         f"{stepstats.SPIKE_RATIO:g}x its rank's median or more "
         f"(and {stepstats.SPIKE_MIN_S * 1e3:g} ms longer); the worst "
-        f"{jobview.SPIKES_SHOWN} are shown. In lockstep one rank's stall spreads to all.</p></section>\n"
+        f"{jobview.SPIKES_SHOWN} are shown. In lockstep one rank's stall spreads to all. Not counted: the first "
+        f"{stepstats.WARMUP_STEPS} timed steps, the profiled steps, and those beside the tool's aftercare that its "
+        "cost may explain (told apart, above).</p></section>\n"
     )
 
 

@@ -16,20 +16,29 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
-from npuprof_launch.common import names, options, stages, stepstats, steptimes
+from npuprof_launch.common import findings, names, options, stages, stepstats, steptimes
 
 #: The options a suggested run sets itself; every other option the run was given is kept.
 SUGGESTION_SETS = (*names.SCHEDULE_KEYS, "ranks", "total-steps", "on-demand")
 SPIKES_SHOWN = 5
-#: A rank whose median step time exceeds the others' median by this much stands out...
-SLOW_RANK_RATIO = 1.10
-#: ...and, with three ranks or more, by this many median absolute deviations of the ranks' medians.
-SLOW_RANK_MADS = 3.0
-#: In lockstep: a rank whose time in collectives is below this fraction of the others' median is
-#: the one they wait for, when they spend at least COLLECTIVE_SHARE of their window in collectives.
-COLLECTIVE_RATIO = 0.5
+#: Out of lockstep, the ranks' last this many steps are compared step by step (4 bytes a step read
+#: from each rank's file), and at most this many slow ranks named (the next among the rest each time).
+COMPARED_STEPS = 1024
+SLOW_RANKS_TESTED = 3
+#: In lockstep: a rank whose time in collectives is below this fraction of the others' median (and
+#: beyond their spread) is the one they wait for, when they spend at least COLLECTIVE_SHARE of their
+#: window in collectives and the window held COLLECTIVE_MIN_STEPS recorded steps.
+COLLECTIVE_RATIO = 0.25
 COLLECTIVE_SHARE = 0.10
+COLLECTIVE_MIN_STEPS = 3
+COLLECTIVE_WAIT_STEPS = 1.0
+COLLECTIVE_MIN_WAIT = 0.3
+COLLECTIVE_WINDOW_STEPS = 3.0
+#: The tool's own steps are told from this many processes' step times.
+TOOL_STEPS_READ = 64
 
 
 def compact_ranks(ranks) -> str:
@@ -68,12 +77,37 @@ def load(process: dict, output_dir: str, warmup: int = 0) -> dict | None:
     return stepstats.rank_stats(durations, stepstats.ToolSteps(process.get("windows"), len(durations) + 1, warmup))
 
 
+class Steps(NamedTuple):
+    """One process's latest step times, for the findings that compare steps (findings.py)."""
+
+    first: int  #: the step of ``durations[0]``
+    durations: Sequence[float]
+    tool: stepstats.ToolSteps
+
+
+def read_steps(process: dict, output_dir: str) -> Steps | None:
+    """The last COMPARED_STEPS step times of one report row (None without a step-times file)."""
+    path = process.get("step_times")
+    if not path:
+        return None
+    first, durations = steptimes.read_tail(os.path.join(output_dir, path), COMPARED_STEPS)
+    steps = first + len(durations) - 1
+    return Steps(first, durations, stepstats.ToolSteps(process.get("windows"), steps, process.get("warmup") or 0))
+
+
 def summarize(
-    processes: list[dict], command: list[str] | None = None, given: dict | None = None, route: str = "prefix"
+    processes: list[dict],
+    command: list[str] | None = None,
+    given: dict | None = None,
+    route: str = "prefix",
+    steps_of: Callable[[dict], Steps | None] | None = None,
 ) -> dict:
     """The ``job`` object of the report. Each process row carries ``step_stats`` (stepstats.rank_stats) and,
     when its window's traces were read, ``collective_s`` and ``window_s``. ``given``: the run's options
-    as text; ``route``: how it was started ("prefix", or "env" for the variables), for the suggestions."""
+    as text; ``route``: how it was started ("prefix", or "env" for the variables), for the suggestions.
+    ``steps_of``: a row's own step times (read_steps); without them no rank is named slow by its step
+    times."""
+    steps_of = steps_of or (lambda process: None)
     ranks = {p["rank"] for p in processes if p.get("rank") is not None}
     timed = [p for p in processes if p.get("step_stats")]
     medians = sorted(p["step_stats"]["median_s"] for p in timed)
@@ -86,7 +120,10 @@ def summarize(
         "windows_completed": sum(p.get("windows_completed") or 0 for p in processes),
         "step_time_s": None,
         "slow_ranks": [],
+        "slow_rank_verdict": None,
         "spikes": [],
+        "undecidable_spikes": [],
+        "tool_steps": None,
         "window_steps": [],
         "suggestions": [],
     }
@@ -96,9 +133,24 @@ def summarize(
             "p90": stepstats.quantile(medians, 0.9),
             "max": max(p["step_stats"]["max_s"] for p in timed),
         }
+    series = {id(p): steps_of(p) for p in timed}
+    reasons = []
     for group in _groups(processes):
-        job["slow_ranks"].extend(_slow_by_collectives(group) or _slow_by_step_times(group))
-    job["spikes"] = _spikes(timed)
+        found = _slow_by_collectives(group)
+        if not found:
+            found, reason = _slow_by_step_times(group, series)
+            if reason:
+                reasons.append(reason)
+        job["slow_ranks"].extend(found)
+    if len(ranks) >= 2:
+        job["slow_rank_verdict"] = {
+            "found": bool(job["slow_ranks"]),
+            "reason": None if job["slow_ranks"] else (reasons[0] if reasons else "no per-step times to compare"),
+        }
+        if not job["slow_ranks"]:
+            job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
+    job["spikes"], job["undecidable_spikes"] = _spikes(timed)
+    job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], job["undecidable_spikes"])
     job["window_steps"] = _window_steps(processes)
     job["suggestions"] = _suggestions(job, command, given or {}, route)
     return job
@@ -121,51 +173,62 @@ def _stage_of(process: dict) -> dict:
     return {"stage": process["stage"], "target": process.get("target")}
 
 
-def _slow_by_step_times(group: list[dict]) -> list[dict]:
-    """Ranks not in lockstep: one whose median step time stands out beyond the others' spread."""
-    timed = [p for p in group if p.get("step_stats")]
-    if len(timed) < 2:
-        return []
-    found = []
-    for process in timed:
-        others = sorted(p["step_stats"]["median_s"] for p in timed if p is not process)
-        own = process["step_stats"]["median_s"]
-        typical = stepstats.quantile(others, 0.5)
-        if typical <= 0 or own <= typical * SLOW_RANK_RATIO:
-            continue
-        if len(others) >= 2:
-            mad = stepstats.quantile(sorted(abs(value - typical) for value in others), 0.5)
-            if own - typical <= SLOW_RANK_MADS * max(mad, typical * 0.01):
-                continue
+def _shared_steps(rows: list[tuple[dict, Steps]]) -> list[int]:
+    """The steps every row has, past the warm-up and outside every row's profiled steps (the tool's)."""
+    first = max(max(steps.first for _, steps in rows), stepstats.WARMUP_STEPS + 2)
+    last = min(steps.first + len(steps.durations) - 1 for _, steps in rows)
+    tools = {repr(steps.tool.spans()): steps.tool for _, steps in rows}.values()
+    return [step for step in range(first, last + 1) if not any(step in tool for tool in tools)]
+
+
+def _slow_by_step_times(group: list[dict], series: dict) -> tuple[list[dict], str | None]:
+    """Ranks not in lockstep: the rank whose steps are slower than the others' step by step, at
+    findings.LEVEL (findings.slow_rank); then the next among the rest. The reason when none is."""
+    rows = [(p, series.get(id(p))) for p in group]
+    rows = [(p, steps) for p, steps in rows if steps is not None and len(steps.durations)]
+    if len(rows) < 2:
+        return [], "no per-step times to compare" if len(group) >= 2 else None
+    shared = _shared_steps(rows)
+    found: list[dict] = []
+    while len(rows) >= 2 and len(found) < SLOW_RANKS_TESTED:
+        by_rank = {p["rank"]: [steps.durations[step - steps.first] for step in shared] for p, steps in rows}
+        verdict = findings.slow_rank(by_rank)
+        if not verdict["found"]:
+            return found, None if found else verdict["reason"]
+        process = next(p for p, _ in rows if p["rank"] == verdict["rank"])
         found.append(
-            {
-                **_stage_of(process),
-                "rank": process["rank"],
-                "method": "step_times",
-                "step_s": own,
-                "others_step_s": typical,
-                "evidence": f"median step {own * 1e3:.1f} ms against {typical * 1e3:.1f} ms on the other ranks "
-                f"({own / typical:.2f}x)",
-            }
+            {**_stage_of(process), **{k: v for k, v in verdict.items() if k != "found"}, "method": "step_times"}
         )
-    return sorted(found, key=lambda item: -item["step_s"] / item["others_step_s"])
+        rows = [(p, steps) for p, steps in rows if p is not process]
+    return found, None
 
 
 def _slow_by_collectives(group: list[dict]) -> list[dict]:
-    """In lockstep: the rank that waits least in its collectives is the one the others wait for."""
+    """In lockstep: the rank that waits least in its collectives is the one the others wait for.
+
+    Named only from windows of COLLECTIVE_MIN_STEPS recorded steps or more (tried: a healthy 4-rank
+    job was told "rank 1 is the one the others wait for" from 2 steps of waits), and only with a
+    margin that beats the spread between ranks: below COLLECTIVE_RATIO of the others' median (at a
+    half, a busy machine's starving one of two alike ranks for a window was named), and
+    further below the least of them than they are spread among themselves, so that one rank that
+    happened to arrive last in a few collectives is no finding; and only with waits the job's steps
+    can hold (_waits_are_the_jobs)."""
     measured = [p for p in group if p.get("collective_s") is not None and p.get("window_s")]
     if len(measured) < 2:
         return []
     found = []
     for process in measured:
         others = [p for p in measured if p is not process]
+        recorded = _recorded_steps(process)
         typical = stepstats.quantile(sorted(p["collective_s"] for p in others), 0.5)
         share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
         own = process["collective_s"]
-        if share < COLLECTIVE_SHARE or own >= typical * COLLECTIVE_RATIO:
-            continue
         low = min(p["collective_s"] for p in others)
         high = max(p["collective_s"] for p in others)
+        if recorded < COLLECTIVE_MIN_STEPS or share < COLLECTIVE_SHARE or own >= typical * COLLECTIVE_RATIO:
+            continue
+        if own >= low - (high - low) or not _waits_are_the_jobs(process, others, typical - own, recorded):
+            continue
         steps = process.get("window_label") or "its window"
         span = f"{low * 1e3:.0f}-{high * 1e3:.0f} ms" if high - low > 5e-4 else f"{high * 1e3:.0f} ms"
         found.append(
@@ -175,6 +238,11 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
                 "method": "collectives",
                 "collective_s": own,
                 "others_collective_s": typical,
+                "others_min_collective_s": low,
+                "steps": recorded,
+                "ratio": round(own / low, 3) if low else 0.0,
+                "test": "least time in collectives, below a quarter of the others' median and beyond their spread",
+                "level": COLLECTIVE_RATIO,
                 "evidence": f"in {steps} it spent {own * 1e3:.0f} ms in collectives against {span} on the other ranks: "
                 "the others wait for it",
             }
@@ -182,29 +250,145 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
     return sorted(found, key=lambda item: item["collective_s"] / max(item["others_collective_s"], 1e-12))
 
 
-def _spikes(timed: list[dict]) -> list[dict]:
-    """Spikes grouped by step across ranks (lockstep spreads one rank's spike to all), worst first."""
+def _waits_are_the_jobs(process: dict, others: list[dict], advantage_s: float, recorded: int) -> bool:
+    """Whether the others' longer waits, per recorded step, can be the job's, and be worth a run.
+
+    At least NOISE_S and COLLECTIVE_MIN_WAIT of the job's median step: in a few recorded steps the
+    order in which alike ranks reach a collective moves their waits by up to a fifth of a step
+    (tried: 2.5 ms a step of 12 ms, two alike gloo ranks). At most COLLECTIVE_WAIT_STEPS of the
+    job's median step outside the tool's steps: in lockstep a wait is part of every rank's step,
+    so a slow rank that makes the others wait X makes the job's steps longer than X (tried: alike
+    ranks of 7 ms steps waited 7.6 ms a recorded step apart, the window's own doing). And only in
+    a window whose recorded steps took at most COLLECTIVE_WINDOW_STEPS of the job's median step:
+    past that the profiler's own cost, unevenly spread, swamps the waits (tried: a 0.5 ms job's
+    recorded steps took 40 ms)."""
+    per_step = advantage_s / max(recorded, 1)
+    medians = [p["step_stats"]["median_s"] for p in (process, *others) if p.get("step_stats")]
+    if per_step < findings.NOISE_S:
+        return False
+    if not medians:
+        return True
+    step_s = stepstats.quantile(sorted(medians), 0.5)
+    recorded_s = stepstats.quantile(sorted(p["window_s"] / max(recorded, 1) for p in (process, *others)), 0.5)
+    return (
+        COLLECTIVE_MIN_WAIT * step_s <= per_step <= COLLECTIVE_WAIT_STEPS * step_s
+        and recorded_s <= COLLECTIVE_WINDOW_STEPS * step_s
+    )
+
+
+def _recorded_steps(process: dict) -> int:
+    return sum(
+        (w.get("last_step") or w["first_step"]) - w["first_step"] + 1
+        for w in process.get("windows") or ()
+        if w.get("first_step") is not None
+    )
+
+
+def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Spikes grouped by step across ranks (lockstep spreads one rank's spike to all), worst first;
+    and apart, those beside the tool's aftercare that the step times cannot tell from its cost
+    (findings.spike_beside_aftercare): a rank's spike there is named only on its own evidence."""
     by_step: dict[tuple, list[dict]] = {}
     for process in timed:
-        for spike in process["step_stats"]["spikes"]:
+        stats = process["step_stats"]
+        for spike in stats["spikes"]:
             key = (tuple(_stage_of(process).items()), spike["step"])  # a stage's steps are its own calls
-            by_step.setdefault(key, []).append({**spike, "rank": process.get("rank")})
-    grouped = []
+            item = {**spike, "rank": process.get("rank")}
+            if spike.get("beside_aftercare"):
+                # Old records lack the aftercare's cost: undecidable, as their step times cannot tell.
+                item["verdict"] = (
+                    findings.spike_beside_aftercare(
+                        spike["step_s"] - stats["median_s"], spike.get("aftercare_others_s")
+                    )
+                    if "aftercare_others_s" in spike
+                    else (False, "beside the tool's aftercare, its cost not recorded")
+                )
+            by_step.setdefault(key, []).append(item)
+    grouped, undecidable = [], []
     for (stage, step), items in by_step.items():
-        worst = max(items, key=lambda item: item["vs_median"])
-        group = {
-            **dict(stage),
-            "step": step,
-            "ranks": sorted(item["rank"] for item in items if item["rank"] is not None),
-            "processes": len(items),
-            "step_s": worst["step_s"],
-            "vs_median": round(worst["vs_median"], 2),
-        }
-        if all(item.get("beside_aftercare") for item in items):
+        named = [item for item in items if item.get("verdict", (True, ""))[0]]
+        unnamed = [item for item in items if not item.get("verdict", (True, ""))[0]]
+        if named:
+            group = _spike_group(dict(stage), step, named)
+            if all(item.get("beside_aftercare") for item in named):
+                group["beside_aftercare"] = True
+                group["evidence"] = max(named, key=lambda item: item["vs_median"])["verdict"][1]
+            grouped.append(group)
+        if unnamed:
+            group = _spike_group(dict(stage), step, unnamed)
             group["beside_aftercare"] = True
-        grouped.append(group)
+            group["undecidable"] = max(unnamed, key=lambda item: item["vs_median"])["verdict"][1]
+            undecidable.append(group)
     grouped.sort(key=lambda item: (-item["vs_median"], item["step"]))
-    return grouped[:SPIKES_SHOWN]
+    undecidable.sort(key=lambda item: (-item["vs_median"], item["step"]))
+    return grouped[:SPIKES_SHOWN], undecidable[:SPIKES_SHOWN]
+
+
+def _spike_group(stage: dict, step: int, items: list[dict]) -> dict:
+    worst = max(items, key=lambda item: item["vs_median"])
+    return {
+        **stage,
+        "step": step,
+        "ranks": sorted(item["rank"] for item in items if item["rank"] is not None),
+        "processes": len(items),
+        "step_s": worst["step_s"],
+        "vs_median": round(worst["vs_median"], 2),
+        "test": f"over {stepstats.SPIKE_RATIO:g}x its rank's median and {stepstats.SPIKE_MIN_S * 1e3:g} ms longer",
+    }
+
+
+def _tool_steps(timed: list[dict], series: dict, step_time: dict | None, undecidable: list[dict]) -> dict | None:
+    """The steps the tool's own work touched, apart, with their cost: the windows with the steps that
+    start and stop them (the profiler's own cost), and the steps beside a window's aftercare."""
+    recorded: list[list[int]] = []
+    beside: list[list[int]] = []
+    low = high = None
+    for process in timed[:TOOL_STEPS_READ]:
+        steps = series.get(id(process))
+        if steps is None:
+            continue
+        for first, last in steps.tool.spans():
+            recorded.append([first, last])
+            cut = steps.durations[max(0, first - steps.first) : max(0, last - steps.first + 1)]
+            if cut:
+                low = min(cut) if low is None else min(low, min(cut))
+                high = max(cut) if high is None else max(high, max(cut))
+        beside.extend(steps.tool.aftercare_spans())
+    if not recorded and not beside:
+        return None
+    recorded, beside = stepstats.merged(recorded), stepstats.merged(beside)
+    lines = []
+    median = (step_time or {}).get("median")
+    if recorded:
+        took = f" took {_ms_range(low, high)}" if low is not None else ""
+        against = f" against a {median * 1e3:.2f} ms median" if median and low is not None else ""
+        lines.append(
+            f"steps {_spans_text(recorded)} (the windows and the steps that start and stop them){took}{against}: "
+            "the profiler's own cost, left out of the findings"
+        )
+    if beside:
+        line = f"steps {_spans_text(beside)} ran beside the tool's compression and summary of a window (its aftercare)"
+        if undecidable:
+            told = ", ".join(
+                f"step {s['step']} ({s['step_s'] * 1e3:.1f} ms, {s['vs_median']:.1f}x)" for s in undecidable
+            )
+            line += f"; undecidable there, the job's or the tool's: {told}"
+        lines.append(line)
+    return {
+        "recorded_steps": recorded,
+        "recorded_s": [low, high] if low is not None else None,
+        "job_median_s": median,
+        "aftercare_steps": beside,
+        "lines": lines,
+    }
+
+
+def _spans_text(spans) -> str:
+    return ", ".join(f"{a}-{b}" if b != a else f"{a}" for a, b in spans)
+
+
+def _ms_range(low: float, high: float) -> str:
+    return f"{low * 1e3:.1f} ms" if abs(high - low) < 5e-5 else f"{low * 1e3:.1f}-{high * 1e3:.1f} ms"
 
 
 def _window_steps(processes: list[dict]) -> list[dict]:

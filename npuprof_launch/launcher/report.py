@@ -86,7 +86,13 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     if untracked:
         problems.append((None, untracked))
     given = runs.given_options(run, records, output_dir)
-    job = jobview.summarize(processes, run.get("command") if run else None, given, route=runs.route(run, records))
+    job = jobview.summarize(
+        processes,
+        run.get("command") if run else None,
+        given,
+        route=runs.route(run, records),
+        steps_of=lambda process: jobview.read_steps(process, output_dir),
+    )
     job["processes"] = runs.process_count(processes)  # a process with two stages has two rows
     job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
     findings[:0] = [stallview.stall_line(stall) for stall in job["stalls"]]  # the job stopped: said first
@@ -244,9 +250,8 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
         {"name": name, "self_us": round(us, 1)}
         for name, us in sorted(self_times.items(), key=lambda kv: -kv[1])[:TOP_OPERATORS]
     ]
-    stats = record.get("step_stats") or jobview.load(
-        process, output_dir, warmup=(record.get("options") or {}).get("warmup") or 0
-    )
+    process["warmup"] = (record.get("options") or {}).get("warmup") or 0
+    stats = record.get("step_stats") or jobview.load(process, output_dir, warmup=process["warmup"])
     process["step_stats"] = stats
     if stats:
         process["median_step_s"] = stats["median_s"]
@@ -548,19 +553,22 @@ def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) 
 _REASON_ORDER = {"not found": 0, "never called": 1, "never imported": 2}
 
 
-def _spike_text(spike: dict, job: dict) -> str:
-    ranks = spike["ranks"]
+def _where(finding: dict, job: dict) -> str:
+    """Whose steps a finding counts: "all 4 ranks", "rank 1", "2 processes"."""
+    ranks = finding["ranks"]
     if ranks and len(ranks) == job["ranks"] and len(ranks) > 1:
-        where = f"all {len(ranks)} ranks"
-    elif ranks:
-        where = jobview.who(ranks)
-    else:
-        where = wording.count(spike["processes"], "process")
+        return f"all {len(ranks)} ranks"
+    if ranks:
+        return jobview.who(ranks)
+    return wording.count(finding["processes"], "process")
+
+
+def _spike_text(spike: dict, job: dict) -> str:
     stage = f"stage {spike['stage']} " if spike.get("stage") else ""
-    text = f"{stage}step {spike['step']}: {where}, {spike['vs_median']:.1f}x the median"
+    text = f"{stage}step {spike['step']}: {_where(spike, job)}, {spike['vs_median']:.1f}x the median"
     text += f" ({spike['step_s'] * 1e3:.1f} ms)"
     if spike.get("beside_aftercare"):
-        text += ", while npuprof's aftercare of a window (compression, summary) ran beside the job"
+        text += f", beside npuprof's aftercare of a window (compression, summary): {spike.get('evidence')}"
     return text
 
 

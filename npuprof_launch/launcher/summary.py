@@ -44,6 +44,10 @@ def format_table(report: dict, verbose: bool = False) -> str:
             f"  step time (each rank's median time between step boundaries): median {_ms(step['median'])} ms, "
             f"p90 {_ms(step['p90'])} ms; slowest step {_ms(step['max'])} ms"
         )
+    if job.get("no_rank_stands_out"):
+        lines.append(f"  no rank stands out: {job['no_rank_stands_out']}")
+    for line in (job.get("tool_steps") or {}).get("lines") or ():
+        lines.append(f"  the tool's own steps: {line}")
     if processes:
         lines.append(f"  {'rank':>4} {'pid':>8} {'backend':7} {'steps':>6} {'windows':>7} {'step ms':>8}  traces")
         shown = processes if verbose else _rows_to_show(processes, report)

@@ -46,25 +46,34 @@ def test_a_spike_of_the_window_is_no_spike_of_the_job_one_beside_the_aftercare_s
     assert stats["median_s"] < 0.002
 
 
-def test_a_spike_beside_the_aftercare_is_told_with_that_fact():
-    durations = durations_with({13: 0.060, 20: 0.030})
+def test_a_spike_beside_the_aftercare_is_the_jobs_when_far_beyond_what_the_aftercare_costs():
+    durations = durations_with({13: 0.600, 20: 0.030})
     process = {"rank": 0, "step_stats": stepstats.rank_stats(durations, stepstats.ToolSteps([WINDOW], steps=30))}
     job = jobview.summarize([dict(process, steps=30)], command=["python", "train.py"])
     assert [(spike["step"], spike.get("beside_aftercare", False)) for spike in job["spikes"]] == [
         (13, True),
         (20, False),
     ], "worst first: the job's own spikes may fall beside the aftercare too"
+    assert "so the job's own" in job["spikes"][0]["evidence"]
+    assert job["undecidable_spikes"] == []
     assert job["suggestions"] == ["npuprof-run --skip-first 19 --active 1 -- python train.py"], (
-        "the next run profiles the job's own spike, not the one beside our aftercare"
+        "the next run profiles the job's spike clear of our aftercare first"
     )
 
 
-def test_spikes_only_beside_the_aftercare_suggest_a_run_on_the_worst_which_tells_ours_from_the_jobs():
+def test_a_spike_beside_the_aftercare_that_its_cost_may_explain_is_undecidable_told_apart_and_never_suggested():
+    """Issue 25: the README's first run ended with step 9 (beside the aftercare, 30x a 1.35 ms median)
+    as its finding and the target of its next run."""
     durations = durations_with({13: 0.030, 14: 0.060})
     process = {"rank": 0, "step_stats": stepstats.rank_stats(durations, stepstats.ToolSteps([WINDOW], steps=30))}
-    job = jobview.summarize([dict(process, steps=30)], command=["python", "train.py"])
-    assert [spike["step"] for spike in job["spikes"]] == [14, 13]
-    assert job["suggestions"] == ["npuprof-run --skip-first 13 --active 1 -- python train.py"]
+    steps = jobview.Steps(2, durations, stepstats.ToolSteps([WINDOW], steps=30))
+    job = jobview.summarize([dict(process, steps=30)], command=["python", "train.py"], steps_of=lambda p: steps)
+    assert job["spikes"] == [] and job["suggestions"] == []
+    assert [spike["step"] for spike in job["undecidable_spikes"]] == [14, 13]
+    assert "the step times cannot tell" in job["undecidable_spikes"][0]["undecidable"]
+    recorded, beside = job["tool_steps"]["lines"]
+    assert recorded.startswith("steps 8-12 (the windows and the steps that start and stop them) took 1.0 ms against")
+    assert beside.startswith("steps 12-16 ran beside the tool's compression") and "step 14 (60.0 ms" in beside
 
 
 def test_without_windows_every_step_is_the_jobs():
@@ -113,9 +122,68 @@ def test_a_stage_declaration_keeps_its_range_and_unchecked_text_is_left_alone():
 
 def test_a_stage_s_slow_rank_is_named_with_the_stage_and_its_run_chosen_in_the_stage():
     def row(rank: int, typical: float) -> dict:
-        stats = stepstats.rank_stats(durations_with({}, typical=typical), stepstats.ToolSteps([], steps=30))
-        return {"rank": rank, "stage": "rollout", "target": "rl:gen", "steps": 30, "step_stats": stats}
+        durations = [
+            value + 1e-4 * ((rank + step) % 3) for step, value in enumerate(durations_with({}, typical=typical))
+        ]
+        stats = stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=30))
+        steps = jobview.Steps(2, durations, stepstats.ToolSteps([], steps=30))
+        return {"rank": rank, "stage": "rollout", "target": "rl:gen", "steps": 30, "step_stats": stats, "t": steps}
 
-    job = jobview.summarize([row(0, 0.010), row(1, 0.010), row(2, 0.020)], command=["python", "rl.py"], given={})
+    rows = [row(0, 0.010), row(1, 0.010), row(2, 0.020)]
+    job = jobview.summarize(rows, command=["python", "rl.py"], given={}, steps_of=lambda p: p["t"])
     assert [(slow["rank"], slow.get("stage")) for slow in job["slow_ranks"]] == [(2, "rollout")]
     assert job["suggestions"] == ["npuprof-run --ranks 2 --stage rollout=rl:gen,skip-first=10,active=2 -- python rl.py"]
+
+
+def test_without_per_step_times_no_rank_is_named_slow_and_the_reason_says_so():
+    rows = [
+        {"rank": rank, "steps": 30, "step_stats": stepstats.rank_stats(durations_with({}, typical=typical))}
+        for rank, typical in ((0, 0.010), (1, 0.030))
+    ]
+    job = jobview.summarize(rows)
+    assert job["slow_ranks"] == []
+    assert job["slow_rank_verdict"] == {"found": False, "reason": "no per-step times to compare"}
+    assert job["no_rank_stands_out"] == "no per-step times to compare"
+
+
+def test_two_alike_ranks_give_no_rank_stands_out_with_its_reason_one_slower_in_every_step_is_named():
+    import random
+
+    rng = random.Random(5)
+
+    def row(rank: int, factor: float) -> dict:
+        durations = [0.020 * factor * (1 + rng.gauss(0, 0.03)) for _ in range(2, 41)]
+        tool = stepstats.ToolSteps([dict(WINDOW, aftercare_steps=None)], steps=40)
+        stats = stepstats.rank_stats(durations, tool)
+        return {"rank": rank, "steps": 40, "step_stats": stats, "t": jobview.Steps(2, durations, tool)}
+
+    alike = jobview.summarize([row(0, 1.0), row(1, 1.0)], steps_of=lambda p: p["t"])
+    assert alike["slow_ranks"] == [] and "apart" in alike["no_rank_stands_out"], alike["slow_rank_verdict"]
+    slow = jobview.summarize([row(0, 1.0), row(1, 1.3)], command=["python", "job.py"], steps_of=lambda p: p["t"])
+    (found,) = slow["slow_ranks"]
+    assert found["rank"] == 1 and found["method"] == "step_times" and found["slowest_in"] == found["steps"] == 31
+    assert found["test"] == "per-step binomial test" and found["p_value"] < found["level"] == 0.001
+    assert "no_rank_stands_out" not in slow and slow["slow_rank_verdict"] == {"found": True, "reason": None}
+    assert slow["suggestions"] == ["npuprof-run --skip-first 10 --active 2 --ranks 1 -- python job.py"]
+
+
+def collective_row(rank: int, collective_s: float, last_step: int, step_s: float = 0.05, window_s: float = 0.2) -> dict:
+    window = {"first_step": 3, "last_step": last_step, "complete": True, "traces": []}
+    stats = stepstats.rank_stats(durations_with({}, typical=step_s))
+    row = {"rank": rank, "steps": 20, "windows": [window], "collective_s": collective_s, "window_s": window_s}
+    return dict(row, step_stats=stats)
+
+
+def test_in_lockstep_the_rank_that_waits_least_is_named_from_three_steps_beyond_the_others_spread():
+    """Issue 25: a healthy 4-rank job was told "rank 1 is the one the others wait for" from 2 steps of waits."""
+    named = jobview.summarize([collective_row(r, s, 5) for r, s in enumerate((0.11, 0.12, 0.02, 0.118))])
+    (slow,) = named["slow_ranks"]
+    assert slow["rank"] == 2 and slow["method"] == "collectives" and slow["steps"] == 3
+    two_steps = jobview.summarize([collective_row(r, s, 4) for r, s in enumerate((0.11, 0.12, 0.02, 0.118))])
+    assert two_steps["slow_ranks"] == []
+    spread = jobview.summarize([collective_row(r, s, 5) for r, s in enumerate((0.05, 0.12, 0.02, 0.09))])
+    assert spread["slow_ranks"] == [], "half the others' median, but within their spread"
+    profiler = jobview.summarize([collective_row(r, s, 5, 0.003) for r, s in enumerate((0.0077, 0.0213))])
+    assert profiler["slow_ranks"] == [], "recorded steps of 67 ms in a job of 3 ms steps: the profiler's cost"
+    arrival = jobview.summarize([collective_row(r, s, 5, 0.012, 0.045) for r, s in enumerate((0.0063, 0.0137))])
+    assert arrival["slow_ranks"] == [], "2.5 ms a step of 12 ms: the order in which alike ranks arrive"
