@@ -13,8 +13,10 @@ active steps and dropped after it: no profiler object exists between windows, so
 torch's outlives one. While the schedule is still skipping, the session only counts.
 
 Every recorded step carries the job's own step number on the timeline: a ``iteration#N`` range
-(a declared function's calls carry ``NAME#N`` from the call clock), whatever number torch's
-``ProfilerStep#`` shows. The record (record.py) is written at the session's start, at every
+(a declared function's calls carry ``NAME#N`` from the call clock), and torch's ``ProfilerStep#N``
+shows the same N where the profiler's counter can be set (backends.Backend.steps_from). A window
+cut short keeps only the steps the process finished: the step under way gets no range
+(``_unfinished``). The record (record.py) is written at the session's start, at every
 window edge, at steps 1, 2, 4, 8, ... and then every few seconds while it counts (a step count
 chosen from the measured step time, so no step reads a clock for it), and at its end; the step
 times go to a file beside it.
@@ -336,7 +338,15 @@ class Session:
         self._thread = threading.current_thread()
         self.state = State.RUNNING
         self.results.append(
-            {"first_step": window.first_recorded, "last_step": window.last, "complete": False, "traces": []}
+            {
+                "first_step": window.first_recorded,
+                "last_step": window.last,
+                "complete": False,
+                "traces": [],
+                # The ProfilerStep# number of the window's first traced step: window.first when the
+                # profiler names steps by the job's numbers, 0 where it could not (backends.Backend).
+                "profiler_steps_from": self.backend.steps_from,
+            }
         )
         self._window_rss = memoryguard.rss_bytes() if self.config.max_window_mb else None
         coexist.claim(self.profiler, self._yield_to_job_profiler)
@@ -389,8 +399,16 @@ class Session:
                 pass
 
     def _close_window(self, *, complete: bool, reason: str | None = None) -> None:
-        """The window is over: saved (its last step ended) or cut short (exit, SIGTERM, the job's profiler)."""
-        self._close_label()
+        """The window is over: saved (its last step ended) or cut short (exit, SIGTERM, the job's profiler).
+
+        A window cut short between two boundaries has a step under way: the profiler opened its
+        ``ProfilerStep#`` range and we its label at the last boundary, and the process never
+        finished it (a rank out of data under DDP's ``Join``, an exit inside the window). Its ranges
+        are stopped as unfinished (``_unfinished``): the label stays open across the stop and
+        ends after it, and the backend keeps the step's range out of the saved trace."""
+        unfinished = () if complete else self._unfinished()
+        if not unfinished:
+            self._close_label()
         result = self.results[-1]
         if not complete:
             whole = self.steps  # the steps that ended inside the window are whole; the one under way is not
@@ -404,7 +422,8 @@ class Session:
                 )
             )
         profiler, self.window = self.profiler, None
-        self._guard("stop", profiler.stop)
+        self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
+        self._close_label()  # after the stop: a profiler that no longer runs records no range
         self.profiler = None
         self._lifecycle.slot.release(self)
         result["complete"] = complete and self.state == State.RUNNING
@@ -412,6 +431,21 @@ class Session:
             self.state = State.DONE if self._upcoming() is None and self._watcher is None else State.WAITING
         self._lifecycle.window_closed()
         self.write_safely()
+
+    def _unfinished(self) -> tuple[str, ...]:
+        """The ranges of the open window's step under way, if the process has not finished it:
+        the profiler's step range opened at the last boundary (numbered from ``steps_from``),
+        and its label. Empty when the open step has ended (--max-window-mb stops a window at a
+        boundary, before the profiler is stepped: that step is whole)."""
+        if self.window is None:
+            return ()
+        step = self.window.first + self._stepped
+        if step <= self.steps:
+            return ()
+        names = [f"ProfilerStep#{self._stepped + self.results[-1]['profiler_steps_from']}"]
+        if self._label is not None:
+            names.append(f"{ITERATION_LABEL}#{step}")
+        return tuple(names)
 
     def _on_trace_ready(self, prof) -> None:
         """The profiler's on_trace_ready: export one window and record where it went."""
