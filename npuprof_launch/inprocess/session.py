@@ -14,12 +14,11 @@ torch's outlives one. While the schedule is still skipping, the session only cou
 
 Every recorded step carries the job's own step number on the timeline: a ``iteration#N`` range
 (a declared function's calls carry ``NAME#N`` from the call clock), and torch's ``ProfilerStep#N``
-shows the same N where the profiler's counter can be set (backends.Backend.steps_from). A window
-cut short keeps only the steps the process finished: the step under way gets no range
-(``_unfinished``). The record (record.py) is written at the session's start, at every
-window edge, at steps 1, 2, 4, 8, ... and then every few seconds while it counts (a step count
-chosen from the measured step time, so no step reads a clock for it), and at its end; the step
-times go to a file beside it.
+shows the same N where its counter can be set (backends.Backend.steps_from); a window cut short
+keeps no range of the step under way (``_unfinished``). The record (record.py) is written at the
+session's start, at every window edge, at steps 1, 2, 4, 8, ... and then every few seconds while
+it counts (a step count chosen from the measured step time, so no step reads a clock for it), and
+at its end; the step times go to a file beside it.
 
 Every failure of the profiler (build, start, step, stop, export) is caught here: one
 ``npuprof:`` line, one entry in the record, and the job goes on unprofiled.
@@ -33,6 +32,7 @@ runs at a step stays here, together: ``step_ended`` down to ``_act``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -338,16 +338,9 @@ class Session:
         self._thread = threading.current_thread()
         self.state = State.RUNNING
         self.results.append(
-            {
-                "first_step": window.first_recorded,
-                "last_step": window.last,
-                "complete": False,
-                "traces": [],
-                # The ProfilerStep# number of the window's first traced step: window.first when the
-                # profiler names steps by the job's numbers, 0 where it could not (backends.Backend).
-                "profiler_steps_from": self.backend.steps_from,
-            }
+            {"first_step": window.first_recorded, "last_step": window.last, "complete": False, "traces": []}
         )
+        self.results[-1]["profiler_steps_from"] = self.backend.steps_from  # backends.Backend.steps_from
         self._window_rss = memoryguard.rss_bytes() if self.config.max_window_mb else None
         coexist.claim(self.profiler, self._yield_to_job_profiler)
         if not self._guard("start", self.profiler.start):
@@ -393,22 +386,19 @@ class Session:
     def _close_label(self) -> None:
         label, self._label = self._label, None
         if label is not None:
-            try:
+            with contextlib.suppress(Exception):  # a label is never worth the window
                 self._points.close_label(label)
-            except Exception:  # noqa: BLE001
-                pass
 
     def _close_window(self, *, complete: bool, reason: str | None = None) -> None:
         """The window is over: saved (its last step ended) or cut short (exit, SIGTERM, the job's profiler).
 
-        A window cut short between two boundaries has a step under way: the profiler opened its
-        ``ProfilerStep#`` range and we its label at the last boundary, and the process never
-        finished it (a rank out of data under DDP's ``Join``, an exit inside the window). Its ranges
-        are stopped as unfinished (``_unfinished``): the label stays open across the stop and
-        ends after it, and the backend keeps the step's range out of the saved trace."""
+        Cut short between two boundaries, a window has a step under way that the process never
+        finished (a rank out of data under DDP's ``Join``, an exit inside the window), whose
+        ranges were opened at the last boundary: its label ends after the stop, and the backend
+        keeps its ``ProfilerStep#`` out of the saved trace (``_unfinished``)."""
         unfinished = () if complete else self._unfinished()
-        if not unfinished:
-            self._close_label()
+        held, self._label = (self._label, None) if unfinished else (None, self._label)
+        self._close_label()
         result = self.results[-1]
         if not complete:
             whole = self.steps  # the steps that ended inside the window are whole; the one under way is not
@@ -423,6 +413,7 @@ class Session:
             )
         profiler, self.window = self.profiler, None
         self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
+        self._label = held
         self._close_label()  # after the stop: a profiler that no longer runs records no range
         self.profiler = None
         self._lifecycle.slot.release(self)
@@ -433,10 +424,8 @@ class Session:
         self.write_safely()
 
     def _unfinished(self) -> tuple[str, ...]:
-        """The ranges of the open window's step under way, if the process has not finished it:
-        the profiler's step range opened at the last boundary (numbered from ``steps_from``),
-        and its label. Empty when the open step has ended (--max-window-mb stops a window at a
-        boundary, before the profiler is stepped: that step is whole)."""
+        """The ranges of the open window's step under way, if the process has not finished it
+        (empty where it has: --max-window-mb stops a window at a boundary, before the step)."""
         if self.window is None:
             return ()
         step = self.window.first + self._stepped
@@ -490,10 +479,8 @@ class Session:
         profiler, self.profiler, self.window = self.profiler, None, None
         self._next = len(self._windows)
         if profiler is not None and what != "profiler stop":
-            try:
+            with contextlib.suppress(Exception):  # the first failure is reported already
                 profiler.stop()
-            except Exception:  # noqa: BLE001 - the first failure is reported already
-                pass
         self._lifecycle.slot.release(self)
         self._lifecycle.window_closed()
         self.write_safely()
