@@ -263,7 +263,7 @@ class TorchBackend:
             with_flops=config.with_flops,
             with_modules=config.with_modules,
         )
-        self.steps_from = numbered.count_from(prof, window.first)
+        self.steps_from = numbered.count_from(prof, window.first) if names_by_count(profiler_module.profile) else 0
         return prof
 
     def stop(self, prof, *, unfinished: tuple[str, ...] = ()) -> None:
@@ -334,6 +334,19 @@ class JobSteps:
             return 0
         self.first = first
         return first
+
+
+#: The local of torch 2.1's ``profile.step()`` that names the step it opens by the count before
+#: its increment (its first two steps are both ProfilerStep#0; 2.4 names it by the new count).
+OLD_COUNT_NAME = "cur_step"
+
+
+def names_by_count(profile_class) -> bool:
+    """Whether ``profile.step()`` names the step it opens ``ProfilerStep#{step_num}`` after counting
+    it. On torch 2.1 a counter set to the job's step 3 would name steps 3, 3, 4: there torch's own
+    numbering stays (0, 0, 1), and the record says so."""
+    code = getattr(getattr(profile_class, "step", None), "__code__", None)
+    return code is not None and OLD_COUNT_NAME not in code.co_varnames
 
 
 def drop_events(path: str, names: tuple[str, ...]) -> None:
