@@ -119,6 +119,25 @@ class StepTimesSwitch:
         self._session.config = self._configs[bool(self._started)]
 
 
+class HangWatchSwitch(StepTimesSwitch):
+    """Switch the hang watch on (its checkpoints re-arm faulthandler's timer) and off, like
+    StepTimesSwitch: checkpoints every ``checkpoint_s`` so that the blocks hold some re-arms."""
+
+    def __init__(self, checkpoint_s: float | None) -> None:
+        super().__init__(checkpoint_s)
+        from npuprof_launch.inprocess import hangwatch
+
+        self._watch = hangwatch.watch_for(self._session._status_path, None)
+        self._session.hang = self._watch
+
+    def attach(self, on: bool) -> None:
+        self._session.hang = self._watch if on else False
+
+    def restore(self) -> None:
+        self._watch.disarm()
+        self._session.hang = False
+
+
 def train_step_factory(device: str = "cpu"):
     """One step of a small MLP trained with AdamW: forward, backward, optimizer step."""
     torch.manual_seed(0)
@@ -242,8 +261,12 @@ def main() -> None:
     parser.add_argument("--tensorboard", action="store_true", help="hand profiler: tensorboard_trace_handler")
     parser.add_argument("--record-shapes", action="store_true", help="hand profiler: record_shapes=True")
     parser.add_argument("--step-starts", action="store_true", help="print when each of the --steps began")
-    parser.add_argument("--toggle", choices=["hooks", "step-times"], default="hooks", help="what the blocks switch")
-    parser.add_argument("--checkpoint-s", type=float, help="--toggle step-times: the session's checkpoint interval")
+    parser.add_argument(
+        "--toggle", choices=["hooks", "step-times", "hang-watch"], default="hooks", help="what the blocks switch"
+    )
+    parser.add_argument(
+        "--checkpoint-s", type=float, help="--toggle step-times, hang-watch: the session's checkpoint interval"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)  # one core per arm: the arms of a pair must not fight for the two cores
     factories = {"train": train_step_factory, "tiny": tiny_step_factory}
@@ -273,7 +296,8 @@ def main() -> None:
     if args.step_starts:
         result.update(starts_s=starts, cpu_starts_s=cpu_starts)
     if args.rounds:
-        switch = HookSwitch(optimizer) if args.toggle == "hooks" else StepTimesSwitch(args.checkpoint_s)
+        switches = {"step-times": StepTimesSwitch, "hang-watch": HangWatchSwitch}
+        switch = HookSwitch(optimizer) if args.toggle == "hooks" else switches[args.toggle](args.checkpoint_s)
         blocks: dict[str, list[float]] = {"attached_us": [], "detached_us": [], "control_us": []}
         time_block(step, args.block)
         for index in range(args.rounds):

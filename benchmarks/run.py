@@ -23,7 +23,9 @@ Figures 6 to 9 measure what a window's end and the whole-run step times cost:
    window writing there;
 7. the bytes on disk per recorded step, plain and compressed (from the runs of 6);
 8. the per-step cost of ``--step-times`` against ``--no-step-times``, in one process like 2a;
-9. ``--check`` of synthetic outputs of 256 to 1024 ranks with step times and per-window summaries.
+9. ``--check`` of synthetic outputs of 256 to 1024 ranks with step times and per-window summaries;
+10. the per-step cost of the hang watch (its re-arm of faulthandler's timer at each checkpoint),
+    on against off, in one process like 8.
 
 ``--quick`` runs every figure with a few repetitions, so CI keeps the benchmark alive; its
 numbers are indicative only.
@@ -548,6 +550,34 @@ class Bench:
             f"interval: {cost[0] * checkpoint_s / real_s:+.4f} us"
         )
 
+    # -- 10. the hang watch ---------------------------------------------------------------------------
+
+    def hang_watch_cost(self) -> None:
+        """The hang watch on against off per optimizer.step, in one process like 8: the watch
+        re-arms faulthandler's timer at each checkpoint and does nothing at any other step, so the
+        blocks make checkpoints come every ``checkpoint_s`` (an upper bound, also scaled to the real
+        interval)."""
+        out = self.scratch("hangwatch_out")
+        checkpoint_s = 0.02
+        argv = [PYTHON, JOB, "--workload", "tiny", "--device", self.device, "--steps", "10", "--block", "5000"]
+        argv += ["--rounds", "4" if self.quick else "30", "--toggle", "hang-watch", "--checkpoint-s", str(checkpoint_s)]
+        arms = {index: argv for index in range(1 if self.quick else 3)}
+        runs = rounds_of(arms, 1, lambda command: run_child(command, tool_env(out, skip_first=NEVER)))
+        data = [child.json() for children in runs.values() for child in children]
+        check_arm(data, "waiting")
+        cost, control = hook_cost(data)
+        real_s = data[0]["real_checkpoint_s"]
+        scaled = cost[0] * checkpoint_s / real_s
+        self.say(
+            f"10. hang watch (on vs --hang-after 0), at the real checkpoint interval: {scaled:+.4f} us per "
+            f"optimizer.step  {verdict(scaled, 0.2, 'us')}"
+        )
+        self.say(
+            f"      a one-scalar SGD step under the clock, the watch on vs off block by block in one process, CPU "
+            f"time, checkpoints every {checkpoint_s:g} s ({real_s / checkpoint_s:.0f}x as often as the real "
+            f"{real_s:g} s): {spread(cost)} (the upper bound); control (off vs off): {spread(control)}"
+        )
+
     # -- 9. --check of a thousand ranks -------------------------------------------------------------
 
     def summary_scaling(self) -> None:
@@ -696,7 +726,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="few repetitions: checks that every figure runs")
     parser.add_argument("--device", default="cpu", help="where the jobs of figures 2 to 4 put their model (cuda)")
     parser.add_argument(
-        "--only", default="1,2,3,4,5,6,7,8,9", help="the figures to measure, e.g. 2,3 (4 comes with 2, 7 with 6)"
+        "--only", default="1,2,3,4,5,6,7,8,9,10", help="the figures to measure, e.g. 2,3 (4 comes with 2, 7 with 6)"
     )
     args = parser.parse_args(argv)
     only = set(args.only.split(","))
@@ -722,6 +752,8 @@ def main(argv: list[str] | None = None) -> int:
             bench.step_times_cost()
         if "9" in only:
             bench.summary_scaling()
+        if "10" in only:
+            bench.hang_watch_cost()
     print(f"load at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     return 0
 

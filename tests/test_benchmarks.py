@@ -43,12 +43,15 @@ FIGURES = (
     r"9a\. --check at \d+/\d+/\d+ ranks with step times and window summaries: .+ MB; "
     r"ratios \d+/\d+ \d+\.\d+ and \d+/\d+ \d+\.\d+ \(time\), \d+\.\d+ and \d+\.\d+ \(HTML\)",
     r"9b\. --check at \d+ ranks with window summaries, trace size 1x/4x .+ ratio 4x/1x \d+\.\d+",
+    r"10\. hang watch \(on vs --hang-after 0\), at the real checkpoint interval: [+-]\d+\.\d+ us per "
+    r"optimizer\.step  \[target <= 0\.2 us: (met|MISSED)\]",
+    r" +a one-scalar SGD step under the clock, the watch on .+control \(off vs off\): [+-]\d+\.\d+ \+- \d+\.\d+ us",
 )
 
 
 #: The figures each quick run measures (4 comes with 2, 7 with 6), one run per group so that a
 #: parallel suite spreads them over its workers; every figure is in one group.
-GROUPS = {"1": "1", "2": "2,4", "3": "3", "5": "5", "6": "6,7", "8": "8", "9": "9"}
+GROUPS = {"1": "1", "2": "2,4", "3": "3", "5": "5", "6": "6,7", "8": "8,10", "9": "9"}
 
 
 @pytest.mark.parametrize("only", sorted(GROUPS.values()))

@@ -30,13 +30,21 @@ def requests_dir(output_dir: str) -> str:
 
 
 def write_request(
-    output_dir: str, active: int, warmup: int, wait: int, ranks, start_step: int | None = None, align: int | None = None
+    output_dir: str,
+    active: int,
+    warmup: int,
+    wait: int,
+    ranks,
+    start_step: int | None = None,
+    align: int | None = None,
+    reason: str | None = None,
 ) -> dict:
     """Write one request atomically, readable and writable by this user only.
 
     ``start_step``: the step every taker opens its window on (the first traced step), so all
     ranks record the same steps; ``align``: instead, each taker rounds its next step up to a
-    multiple of it (plus one), as dynolog's iteration round-up does.
+    multiple of it (plus one), as dynolog's iteration round-up does. ``reason``: why the window
+    is asked for (--on-slowdown says which slowdown), kept in the takers' records.
     """
     created = time.time_ns()
     request = {
@@ -49,6 +57,8 @@ def write_request(
         "align": align,
         "created_ns": created,
     }
+    if reason:
+        request["reason"] = reason
     files.write_json(os.path.join(requests_dir(output_dir), request["id"] + REQUEST_SUFFIX), request, mode=0o600)
     return request
 
@@ -63,7 +73,8 @@ def common_start(records: list[dict], ranks=None, now_ns: int | None = None) -> 
     now_ns = time.time_ns() if now_ns is None else now_ns
     candidates = []
     for found in records:
-        if found.get("ended") or found.get("state") == "off" or not found.get("on_demand"):
+        takes = found.get("on_demand") or (found.get("options") or {}).get("on-slowdown")
+        if found.get("ended") or found.get("state") == "off" or not takes:
             continue
         if ranks is not None and (found.get("rank") or 0) not in ranks:
             continue
@@ -117,6 +128,8 @@ def parse_request(text: str) -> dict:
             raise ValueError(f"{field} must be a whole number >= 1 or null, got {value!r}")
     if not isinstance(data.get("created_ns"), int):
         raise ValueError("created_ns must be a whole number")
+    if data.get("reason") is not None and not isinstance(data["reason"], str):
+        raise ValueError(f"reason must be text or absent, got {data['reason']!r}")
     return data
 
 

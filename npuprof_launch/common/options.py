@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 
-from npuprof_launch.common import names, scenarios, stages
+from npuprof_launch.common import names, optionkinds, scenarios, stages
 from npuprof_launch.common.schedule import Schedule
 
 ENV_PREFIX = names.ENV_PREFIX
 ENABLE_VAR = names.ENABLE_VAR
 
-BOOL_TRUE = ("1", "true", "yes", "on")
-BOOL_FALSE = ("0", "false", "no", "off")
+BOOL_TRUE = optionkinds.BOOL_TRUE
+BOOL_FALSE = optionkinds.BOOL_FALSE
 
 LEVELS = ("level_none", "level0", "level1", "level2")
 EXPORT_TYPES = ("text", "db")
@@ -46,7 +46,7 @@ class ConfigError(ValueError):
 class Option:
     """One row of the table: its name gives the flag and the environment variable."""
 
-    __slots__ = ("name", "kind", "default", "help", "choices", "group", "metavar")
+    __slots__ = ("name", "kind", "default", "help", "choices", "group", "metavar", "env")
 
     def __init__(
         self,
@@ -65,10 +65,8 @@ class Option:
         self.choices = choices
         self.group = group
         self.metavar = metavar
-
-    @property
-    def env(self) -> str:
-        return names.env_name(self.name)
+        #: Its variable, spelled once here: every process resolves all the options at least once.
+        self.env = names.env_name(name)
 
     @property
     def flag(self) -> str:
@@ -85,7 +83,7 @@ class Option:
 
     def parse(self, raw: str, source: str) -> object:
         """Turn the text given for this option into its value, or raise ConfigError."""
-        parser = _PARSERS[self.kind]
+        parser = _parse_stages if self.kind == "stages" else optionkinds.PARSERS[self.kind]
         try:
             return parser(self, raw.strip())
         except ValueError as exc:
@@ -99,15 +97,15 @@ class Option:
             return "1" if value else "0"
         if isinstance(value, (list, tuple)):
             if self.kind == "ranks":
-                return _format_ranks(value)
+                return optionkinds.format_ranks(value)
             if self.kind == "stages":
                 return stages.SEPARATOR.join(value)
             return ",".join(str(v) for v in value)
         return str(value)
 
 
-#: The least value of each kind of whole number (its parser's bound).
-MINIMUMS = {"count": 0, "positive": 1}
+MINIMUMS = optionkinds.MINIMUMS
+parse_ranks = optionkinds.parse_ranks
 
 
 def schedule_of(values: dict) -> Schedule:
@@ -116,112 +114,8 @@ def schedule_of(values: dict) -> Schedule:
     return Schedule(**{key.replace("-", "_"): values.get(key, BY_NAME[key].default) for key in names.SCHEDULE_KEYS})
 
 
-def _int_at_least(minimum: int):
-    def parse(option: Option, raw: str) -> int:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValueError(f"expected a whole number >= {minimum}") from None
-        if value < minimum:
-            raise ValueError(f"expected a whole number >= {minimum}")
-        return value
-
-    return parse
-
-
-def _parse_bool(option: Option, raw: str) -> bool:
-    low = raw.lower()
-    if low in BOOL_TRUE:
-        return True
-    if low in BOOL_FALSE:
-        return False
-    raise ValueError("expected one of " + "/".join(BOOL_TRUE + BOOL_FALSE))
-
-
-def _parse_choice(option: Option, raw: str) -> str:
-    if raw in option.choices:
-        return raw
-    low = raw.lower()
-    for choice in option.choices:
-        if choice.lower() == low:
-            return choice
-    raise ValueError("expected one of " + ", ".join(option.choices))
-
-
-def _parse_choice_list(option: Option, raw: str) -> tuple[str, ...]:
-    items = [item.strip().lower() for item in raw.split(",") if item.strip()]
-    if not items:
-        raise ValueError("expected a comma-separated list of " + ", ".join(option.choices))
-    bad = [item for item in items if item not in option.choices]
-    if bad:
-        raise ValueError(f"unknown {bad[0]!r}; expected a comma-separated list of " + ", ".join(option.choices))
-    return tuple(dict.fromkeys(items))
-
-
-def parse_ranks(raw: str) -> tuple[int, ...]:
-    """``0,4-7`` -> (0, 4, 5, 6, 7). Raises ValueError on anything else."""
-    ranks: list[int] = []
-    for part in raw.split(","):
-        part = part.strip()
-        lo, dash, hi = part.partition("-")
-        if not lo.isdigit() or (dash and not hi.isdigit()):
-            raise ValueError("expected ranks like 0,4-7 (whole numbers and ascending ranges)")
-        first, last = int(lo), int(hi) if dash else int(lo)
-        if last < first:
-            raise ValueError(f"range {part!r} runs backwards; expected ranks like 0,4-7")
-        ranks.extend(range(first, last + 1))
-    return tuple(sorted(set(ranks)))
-
-
-def _parse_ranks(option: Option, raw: str) -> tuple[int, ...]:
-    return parse_ranks(raw)
-
-
-def _format_ranks(ranks) -> str:
-    return ",".join(str(r) for r in ranks)
-
-
-def _parse_target(option: Option, raw: str) -> str:
-    module, colon, qualname = raw.partition(":")
-    if not colon or not module or not qualname or any(not p.isidentifier() for p in qualname.split(".")):
-        raise ValueError("expected MODULE:QUALNAME, e.g. mypkg.engine:Engine.step or __main__:train_step")
-    if any(not p.isidentifier() for p in module.split(".")):
-        raise ValueError("expected MODULE:QUALNAME with a dotted module name")
-    return raw
-
-
 def _parse_stages(option: Option, raw: str) -> tuple[str, ...]:
     return parse_stage_list(raw)
-
-
-def _parse_float(option: Option, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError("expected a number >= 0") from None
-    if not value >= 0:
-        raise ValueError("expected a number >= 0")
-    return value
-
-
-def _parse_text(option: Option, raw: str) -> str:
-    if not raw:
-        raise ValueError("expected a non-empty value")
-    return raw
-
-
-_PARSERS = {
-    "count": _int_at_least(MINIMUMS["count"]),
-    "positive": _int_at_least(MINIMUMS["positive"]),
-    "bool": _parse_bool,
-    "choice": _parse_choice,
-    "choices": _parse_choice_list,
-    "ranks": _parse_ranks,
-    "target": _parse_target,
-    "stages": _parse_stages,
-    "float": _parse_float,
-    "path": _parse_text,
-}
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -255,6 +149,15 @@ OPTIONS: tuple[Option, ...] = (
         True,
         "keep every step's wall time in a small file per process, for the job's summary and its HTML page",
         group="output",
+    ),
+    Option(
+        "hang-after",
+        "float",
+        None,
+        "a process that has not stepped for this long writes the Python stacks of its threads beside its record, "
+        "and again while it stays stuck (default: 20 of its step times, at least 30 s; 0: off)",
+        group="output",
+        metavar="SECONDS",
     ),
     Option("skip-first", "count", 1, "steps ignored before the schedule starts", metavar="N"),
     Option("wait", "count", 0, "schedule wait: idle steps at the start of each window", metavar="N"),
@@ -310,6 +213,15 @@ OPTIONS: tuple[Option, ...] = (
         False,
         "open no window by itself: each `npuprof-run --trigger DIR` asks the running job for one",
         group="steps",
+    ),
+    Option(
+        "on-slowdown",
+        "count",
+        0,
+        "when the launcher finds a slowdown while the job runs, it asks every process for a window of --active "
+        "steps in the slow regime, up to N times (0: off); the processes also take --trigger requests",
+        group="steps",
+        metavar="N",
     ),
     Option(
         "backend",
@@ -468,11 +380,13 @@ def resolve(given: dict[str, str], environ: dict[str, str] | os._Environ) -> tup
     option at its default so the caller decides whether to refuse (launcher) or warn (hook).
     """
     problems: list[str] = []
+    # Ours only, read once: os.environ decodes at each look-up, and each option is looked up.
+    environ = {key: value for key, value in environ.items() if key.startswith(names.ENV_PREFIX)}
     scenario = _resolve_one(BY_NAME["scenario"], scenarios.DEFAULT, given, environ, problems)
     values: dict[str, object] = {"scenario": scenario}
-    for option in OPTIONS:
-        if option.name not in values:
-            values[option.name] = _resolve_one(option, default_for(option.name, scenario), given, environ, problems)
+    fixed = scenarios.defaults(scenario)
+    for option in (option for option in OPTIONS if option.name != "scenario"):
+        values[option.name] = _resolve_one(option, fixed.get(option.name, option.default), given, environ, problems)
     config = Config({option.name: values[option.name] for option in OPTIONS})
     if not problems:  # rules across options are judged on values that parsed
         problems.extend(check_consistency(config))

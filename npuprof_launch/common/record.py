@@ -69,6 +69,8 @@ FIELDS: dict[str, object] = {
     "partial_traces": 0,
     "traces": [],
     "warnings": [],
+    #: What happened, as data: outcomes.py's {"kind", "step", ...fields}; the sentences are in warnings.
+    "outcomes": [],
     "errors": [],
     "declined": None,
     #: The whole-run step times file, relative to the output directory (None when off).
@@ -81,6 +83,12 @@ FIELDS: dict[str, object] = {
     "updated_ns": 0,
     #: How the process ended (ENDED_*), or None while it runs or when it ended without its handlers.
     "ended": None,
+    #: The hang watch (inprocess/hangwatch.py): {"stacks": file relative to the output directory,
+    #: "after_s": threshold, "main_thread": the main thread's id in the dumps}, or None when off.
+    "hang_watch": None,
+    #: Gaps between steps longer than the threshold that ended: {"step" (the last step before it),
+    #: "seconds", "dumps" (stack dumps in the file by then), "at_end" (the process then ended)}.
+    "pauses": [],
 }
 
 

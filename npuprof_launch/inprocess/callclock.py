@@ -16,6 +16,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from npuprof_launch.common import outcomes
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
     from typing import Any
@@ -103,9 +105,8 @@ class CallClock:
             return True
         if self._depth == 0 and not self._noted_threads and self.session is not None:
             self._noted_threads = True
-            self.session.note_warning(
-                f"{self.declared.describe()}: calls on other threads than {self._owner_name}, the first to call it, "
-                "run unprofiled and are not counted (a profiler starts, steps and stops on one thread)"
+            self.session.note_outcome(
+                outcomes.OTHER_THREADS, None, function=self.declared.describe(), thread=self._owner_name
             )
         return False
 
@@ -140,10 +141,8 @@ class CallClock:
         may_start = session.config.range or self._owner is self._main
         if not may_start and not session.warned_thread:
             session.warned_thread = True
-            session.note_warning(
-                f"{self.declared.describe()}: its calls run on {self._owner_name}, not on the main thread: a window "
-                "over several calls is only started on the main thread (a profiler left running when its thread "
-                "ends crashes the process at exit), so none was; --range records single calls on any thread"
+            session.note_outcome(
+                outcomes.OFF_MAIN_THREAD, None, function=self.declared.describe(), thread=self._owner_name
             )
         return session.step_began(label=self.declared.label(), may_start=may_start)
 

@@ -21,6 +21,8 @@ import functools
 import sys
 import weakref
 
+from npuprof_launch.common import outcomes
+
 #: The job's own profilers between their prepare or start and their exit (strong references: one
 #: dropped without being stopped still holds kineto's session).
 _active: set = set()
@@ -28,11 +30,7 @@ _ours = None
 _on_job_profiler = None
 _installed = False
 
-REASON = (
-    "the job runs a torch profiler of its own (torch.profiler.profile, or a framework's such as "
-    "Lightning's profiler='pytorch'); npuprof does not run a second one in this process, as two at once "
-    "crash it: drop one of the two"
-)
+REASON = outcomes.JOB_PROFILER_SENTENCE
 
 
 def install(torch_module) -> None:

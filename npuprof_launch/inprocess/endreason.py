@@ -1,44 +1,40 @@
-"""Why a process's profiling ended, in the words its record and its ``npuprof:`` lines use.
+"""Why a process's profiling ended, as outcomes.py's data.
 
 When the process ends (process.py tells the session how: record.ENDED_*), a window still open is
-cut short and its warning names what cut it: the end of the process, ``os._exit``, ``os.exec``,
-SIGTERM, or Ctrl-C. A program that ended with an uncaught exception leaves one more warning, so
-that the report says the job failed rather than that the profiler lost its steps. The interpreter
-keeps that exception for the exit handlers; reading it costs nothing and imports nothing.
+cut short and its outcome names what cut it (a key of outcomes.CUT_BY): the end of the process,
+``os._exit``, ``os.exec``, SIGTERM, or Ctrl-C. A program that ended with an uncaught exception
+leaves one more outcome, so that the report says the job failed rather than that the profiler
+lost its steps. The interpreter keeps that exception for the exit handlers; reading it costs
+nothing and imports nothing.
 """
 
 from __future__ import annotations
 
 import sys
 
-from npuprof_launch.common import record
+from npuprof_launch.common import outcomes, record
 
-#: What cut an open window short, for each way the process ends.
-REASONS = {
-    record.ENDED_EXIT: "the end of the process",
+#: What cut an open window short (outcomes.CUT_BY's keys), for each way the process ends.
+CAUSES = {
+    record.ENDED_EXIT: "exit",
     record.ENDED_FAST: "os._exit",
     record.ENDED_EXEC: "os.exec",
     record.ENDED_SIGNAL: "SIGTERM",
 }
 
 
-def reason_and_warning(how: str, steps: int) -> tuple[str, str | None]:
+def cause_and_uncaught(how: str, steps: int) -> tuple[str, dict | None]:
     """What cut an open window short when the process ends ``how`` after ``steps`` steps, and the
-    warning an uncaught exception leaves (None without one, or for a KeyboardInterrupt, which is
-    the reason instead). Only a normal exit (record.ENDED_EXIT) looks for an exception."""
-    reason = REASONS.get(how, how)
+    outcome an uncaught exception leaves (None without one, or for a KeyboardInterrupt, which is
+    the cause instead). Only a normal exit (record.ENDED_EXIT) looks for an exception."""
+    cause = CAUSES.get(how, how)
     uncaught = uncaught_exception() if how == record.ENDED_EXIT else None
     if isinstance(uncaught, KeyboardInterrupt):
-        return "SIGINT (KeyboardInterrupt)", None
+        return "SIGINT", None
     if uncaught is None:
-        return reason, None
-    text = str(uncaught).splitlines()[0][:200] if str(uncaught) else ""
-    warning = (
-        f"the process ended with an uncaught {type(uncaught).__name__}"
-        + (f" ({text})" if text else "")
-        + f" after step {steps}"
-    )
-    return reason, warning
+        return cause, None
+    message = str(uncaught).splitlines()[0][:200] if str(uncaught) else None
+    return cause, outcomes.make(outcomes.UNCAUGHT, steps, type=type(uncaught).__name__, message=message)
 
 
 def uncaught_exception():

@@ -3,7 +3,7 @@
 The profiler keeps a window's events in memory until the window ends, so a long or busy window can
 take the job's host memory with it. The session reads the process's resident memory when a window
 starts and, at each step inside it, asks here whether the growth since passed the limit; if so it
-stops the window (its trace saved, marked partial) with the reason given here. It reads Linux's
+stops the window (its trace saved, marked partial), recording how much it grew. It reads Linux's
 /proc and nothing else (standard library only: this runs in every process of the job); where
 there is no /proc the size reads 0 and the guard never fires.
 """
@@ -24,10 +24,10 @@ def rss_bytes() -> int:
         return 0
 
 
-def past_limit(window_rss: int, limit_mb: int) -> str | None:
-    """Why the window must stop now (the process grew by more than ``limit_mb`` since it had
-    ``window_rss`` bytes, at the window's start), or None while it is within the limit."""
+def past_limit(window_rss: int, limit_mb: int) -> int | None:
+    """The MB this process grew by since it had ``window_rss`` bytes (at the window's start), when
+    that is more than ``limit_mb`` and the window must stop now; None while it is within the limit."""
     grown = rss_bytes() - window_rss
     if grown > limit_mb * MB:
-        return f"--max-window-mb {limit_mb} (the process grew by {grown / MB:.0f} MB while it recorded)"
+        return round(grown / MB)
     return None

@@ -77,7 +77,7 @@ def open_session(environ, *, lifecycle, points, say, armed_ns: int, stage_text: 
         source = f" (from {rank_source})" if rank_source else ""
         session.turn_off(f"rank {rank}{source} not in --ranks {options.BY_NAME['ranks'].format(config.ranks)}")
         return session
-    if config.on_demand:
+    if config.on_demand or config.on_slowdown:
         session.start_watching_requests(armed_ns or session.started_ns)
     session.write_safely()
     return session

@@ -37,10 +37,18 @@ import os
 import threading
 import time
 
-from npuprof_launch.common import names, options, record
+from npuprof_launch.common import names, options, outcomes, record
 from npuprof_launch.common.record import State
 from npuprof_launch.common.schedule import Schedule, Window
-from npuprof_launch.inprocess import coexist, endreason, memoryguard, requesttaking, sessionrecord, steptiming
+from npuprof_launch.inprocess import (
+    coexist,
+    endreason,
+    hangwatch,
+    memoryguard,
+    requesttaking,
+    sessionrecord,
+    steptiming,
+)
 from npuprof_launch.inprocess.aftercarejobs import AftercareJobs
 
 #: Seconds between two writes of the record (and of the step times) while the job steps.
@@ -108,6 +116,11 @@ class Session:
         self.call_at = 0
         self._checkpoint_at = 1
         self._poll_at = 1
+        #: The process's hang watch (hangwatch.py), armed at checkpoints; False when off. The pauses
+        #: it saw end: {"step", "seconds", "dumps"} (the stack dumps written by then).
+        self.hang: hangwatch.HangWatch | None | bool = None
+        self._checkpoint_time: float | None = None
+        self.pauses: list[dict] = []
 
         self._windows = list(self.schedule.windows()) if not config.on_demand else []
         self._next = 0
@@ -123,6 +136,8 @@ class Session:
         self.windows_completed = 0
         self.partial_traces = 0
         self.warnings: list[str] = []
+        #: What happened, as data (outcomes.py): the report decides on these, never on the sentences.
+        self.outcomes: list[dict] = []
         self.errors: list[str] = []
         self.declined: str | None = None
         self.requests: list[str] = []
@@ -131,6 +146,8 @@ class Session:
         #: How many errors and warnings the profiler itself logged.
         self.profiler_messages: dict[str, int] = {}
         self._watcher = None
+        #: Why a requested window opened, by the window (the request's reason, --on-slowdown's).
+        self._reasons: dict[int, str] = {}
         #: The aftercare processes of the windows saved so far (aftercarejobs.py).
         self._aftercare = AftercareJobs(self._status_path, output_dir, self._stage_root, self.note_warning)
         #: This process's resident memory when the open window began (--max-window-mb).
@@ -148,8 +165,9 @@ class Session:
 
     @property
     def on_demand(self) -> bool:
-        """Whether windows come from requests (--on-demand) rather than from the schedule."""
-        return self._watcher is not None
+        """Whether windows come from requests only (--on-demand), rather than from the schedule
+        (with --on-slowdown, from both)."""
+        return self._watcher is not None and bool(self.config.on_demand)
 
     def turn_off(self, reason: str, *, write: bool = True) -> None:
         self.state = State.OFF
@@ -286,6 +304,13 @@ class Session:
             self.warnings.append(message)
             self._say(message)
 
+    def note_outcome(self, kind: str, step: int | None, **fields) -> None:
+        """Record an outcome (outcomes.py) and say its sentence, once."""
+        outcome = outcomes.make(kind, step, **fields)
+        if outcomes.sentence(outcome) not in self.warnings:
+            self.outcomes.append(outcome)
+            self.note_warning(outcomes.sentence(outcome))
+
     def note_profiler(self, kind: str, text: str) -> None:
         """What the profiler itself logged: its errors fail --check, its warnings are told."""
         counts = self.profiler_messages
@@ -302,18 +327,26 @@ class Session:
 
         first = self.steps + 1
         if first > window.first:
-            self.note_warning(
-                f"the window due at step {window.first} could start only at step {first} "
-                f"({self._late_reason()}); it records steps {window.moved_to(first).first_recorded}-"
-                f"{window.moved_to(first).last} instead"
+            moved = window.moved_to(first)
+            self.note_outcome(
+                outcomes.LATE_START,
+                first,
+                due=window.first,
+                first=moved.first_recorded,
+                last=moved.last,
+                why=self._late_reason(),
             )
-            window = window.moved_to(first)
+            if id(window) in self._reasons:
+                self._reasons[id(moved)] = self._reasons.pop(id(window))
+            window = moved
             self._windows[self._next] = window
         holder = self._lifecycle.slot.claim(self)
         if holder is not None:
-            self.note_warning(
-                f"{self.clock_name or 'this clock'}: a window was due while the profiler of this process recorded "
-                f"{holder.clock_name or 'another clock'}; it started at the first step after that"
+            self.note_outcome(
+                outcomes.SLOT_BUSY,
+                self.steps + 1,
+                clock=self.clock_name or "this clock",
+                holder=holder.clock_name or "another clock",
             )
             return False
         try:
@@ -341,6 +374,8 @@ class Session:
             {"first_step": window.first_recorded, "last_step": window.last, "complete": False, "traces": []}
         )
         self.results[-1]["profiler_steps_from"] = self.backend.steps_from  # backends.Backend.steps_from
+        if id(window) in self._reasons:  # why a request opened it (--on-slowdown)
+            self.results[-1]["reason"] = self._reasons.pop(id(window))
         self._window_rss = memoryguard.rss_bytes() if self.config.max_window_mb else None
         coexist.claim(self.profiler, self._yield_to_job_profiler)
         if not self._guard("start", self.profiler.start):
@@ -353,15 +388,14 @@ class Session:
     def _guard_memory(self) -> None:
         """--max-window-mb: the profiler keeps a window's events in memory until it ends; stop the
         window (its trace saved, marked partial) before that memory grows past the limit (memoryguard.py)."""
-        reason = memoryguard.past_limit(self._window_rss, self.config.max_window_mb)
-        if reason is not None and self._thread is threading.current_thread():
+        grown = memoryguard.past_limit(self._window_rss, self.config.max_window_mb)
+        if grown is not None and self._thread is threading.current_thread():
             with self._points.quiet():
-                self._close_window(complete=False, reason=reason)
+                self._close_window(complete=False, cause="size_cap", limit_mb=self.config.max_window_mb, grown_mb=grown)
 
     def _late_reason(self) -> str:
-        if self.clock_name == "optimizer.step" and self.steps == 0:
-            return "the optimizer.step clock cannot see the start of step 1: use --skip-first 1 or more, or --target"
-        return "no moment outside backward and the job's ranges came before it"
+        """Why a window started late (a key of outcomes.LATE_WHY)."""
+        return "step_one" if self.clock_name == "optimizer.step" and self.steps == 0 else "no_safe_point"
 
     def _profiler_step(self) -> None:
         self._close_label()
@@ -389,8 +423,9 @@ class Session:
             with contextlib.suppress(Exception):  # a label is never worth the window
                 self._points.close_label(label)
 
-    def _close_window(self, *, complete: bool, reason: str | None = None) -> None:
-        """The window is over: saved (its last step ended) or cut short (exit, SIGTERM, the job's profiler).
+    def _close_window(self, *, complete: bool, cause: str | None = None, **detail) -> None:
+        """The window is over: saved (its last step ended) or cut short (``cause``: a key of
+        outcomes.CUT_BY: exit, SIGTERM, the job's profiler, the size cap with its ``detail``).
 
         Cut short between two boundaries, a window has a step under way that the process never
         finished (a rank out of data under DDP's ``Join``, an exit inside the window), whose
@@ -403,14 +438,8 @@ class Session:
         if not complete:
             whole = self.steps  # the steps that ended inside the window are whole; the one under way is not
             result["last_step"] = whole if whole >= result["first_step"] else None
-            self.note_warning(
-                f"window cut short by {reason} at step {self.steps}; "
-                + (
-                    f"its trace keeps steps {result['first_step']}-{whole}"
-                    if whole >= result["first_step"]
-                    else "it had recorded no whole step"
-                )
-            )
+            kept = [result["first_step"], whole] if whole >= result["first_step"] else None
+            self.note_outcome(outcomes.CUT_SHORT, self.steps, by=cause, kept=kept, **detail)
         profiler, self.window = self.profiler, None
         self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
         self._label = held
@@ -488,7 +517,10 @@ class Session:
     def _decline(self, reason: str) -> None:
         """Another profiler owns this process: say why once, start nothing, keep counting steps."""
         self.declined = reason
-        self.note_warning(reason)
+        if reason == outcomes.JOB_PROFILER_SENTENCE:
+            self.note_outcome(outcomes.JOB_PROFILER, self.steps)
+        else:
+            self.note_warning(reason)
         self.state = State.OFF
         self._next = len(self._windows)
         self._lifecycle.slot.release(self)
@@ -498,13 +530,14 @@ class Session:
         """The job starts a torch profiler of its own: stop ours first (see coexist.py), then only count."""
         if self.window is None:
             return
-        self.flush("the job's own torch profiler")
+        self.flush("job_profiler")
         self._decline(coexist.REASON)
 
     # -- the process's end ----------------------------------------------------------------------
 
-    def flush(self, reason: str) -> None:
-        """Stop an open window now (exit, SIGTERM) and save what it recorded, marked partial."""
+    def flush(self, cause: str) -> None:
+        """Stop an open window now (``cause``: a key of outcomes.CUT_BY: exit, SIGTERM) and save
+        what it recorded, marked partial."""
         if os.getpid() != self._pid:
             return
         if self._points is not None:
@@ -512,28 +545,39 @@ class Session:
         if self.window is None:
             return
         if threading.current_thread() is not self._thread:
-            self.note_warning(
-                f"window cut short by {reason} at step {self.steps}: its profiler runs on another thread, and "
-                "stopping it from this one could crash the process, so this window is lost"
-            )
+            self.note_outcome(outcomes.LOST_ON_THREAD, self.steps, by=cause)
             self.window = self.profiler = self._label = None
             self._lifecycle.slot.release(self)
             return
         with self._points.quiet():
-            self._close_window(complete=False, reason=reason)
+            self._close_window(complete=False, cause=cause)
 
     def end(self, how: str) -> None:
         """The process ends (``how``: record.ENDED_*): close the window, write the record a last time."""
-        reason, uncaught = endreason.reason_and_warning(how, self.steps)
+        cause, uncaught = endreason.cause_and_uncaught(how, self.steps)
         if uncaught is not None:
-            self.warnings.append(uncaught)
-        self.flush(reason)
+            self.outcomes.append(uncaught)
+            self.warnings.append(outcomes.sentence(uncaught))
+        self.flush(cause)
+        self._end_hang_watch(how == record.ENDED_EXIT and cause == "exit" and uncaught is None)
         self.ended = how
         self.step_times_file.write(self.times, self.config.step_times)
         if self.step_times_file.written:
             self.step_stats = self.step_times_file.stats(self.results, self.steps, self.config.warmup)
         self._aftercare.wait(AFTERCARE_WAIT_S, self.steps)
         self.write_safely()
+
+    def _end_hang_watch(self, ended_well: bool) -> None:
+        """A process that stopped stepping and then ended well by itself paused at its end (a final
+        evaluation, a save); one stopped by a signal, an error or a kill stays stuck in the report."""
+        if not self.hang:
+            return
+        self.hang.disarm()
+        idle = time.perf_counter() - self.times[-1] if self.times else 0.0
+        if ended_well and self.hang.threshold_s and idle > self.hang.threshold_s:
+            self.pauses.append(
+                {"step": self.steps, "seconds": round(idle, 1), "dumps": self.hang.dumps(), "at_end": True}
+            )
 
     def resume(self) -> None:
         self.ended = None
@@ -560,11 +604,28 @@ class Session:
         if self.steps >= self._checkpoint_at:
             if self._aftercare:
                 self._aftercare.note_ended(self.steps)
+            self._watch_for_hangs(now, step_s)
             self.step_times_file.write(self.times, self.config.step_times)
             self.write_safely()
             # Doubling at first (steps 1, 2, 4, 8, ...): a short run killed without its exit
             # handlers (Ray ends its workers with ray.kill) still leaves a count near the truth.
             self._checkpoint_at = self.steps + min(self.steps, steptiming.steps_in(CHECKPOINT_S, step_s))
+            if self.hang:
+                self.hang.arm(step_s, (self._checkpoint_at - self.steps) * (step_s or CHECKPOINT_S))
+
+    def _watch_for_hangs(self, now: float, step_s: float | None) -> None:
+        """At a checkpoint: a gap between steps longer than the hang threshold was a pause that
+        ended; note it (with the dumps written by then) before the watch is armed again."""
+        if self.hang is None:
+            self.hang = hangwatch.watch_for(self._status_path, self.config.hang_after) or False
+        last, self._checkpoint_time = self._checkpoint_time, now
+        threshold = self.hang.threshold_s if self.hang else None
+        if threshold is None or last is None or now - last <= threshold:
+            return
+        index, gap = hangwatch.longest_gap(self.times)
+        if gap > threshold:
+            step = self.steps - (len(self.times) - 1 - index)
+            self.pauses.append({"step": step - 1, "seconds": round(gap, 1), "dumps": self.hang.dumps()})
 
     def _take_request(self) -> None:
         """On-demand: a new request for this process opens a window at the next step."""
@@ -575,7 +636,12 @@ class Session:
                 self.write_safely()
             return
         self.requests.append(request["id"])
-        self._windows.append(requesttaking.window_for(request, self.steps + 1, self.note_warning))
+        window = requesttaking.window_for(request, self.steps + 1, self.note_warning)
+        # Among the windows still to come, in step order: a scheduled one may come after it.
+        at = next((i for i in range(self._next, len(self._windows)) if self._windows[i].first > window.first), None)
+        self._windows.insert(len(self._windows) if at is None else at, window)
+        if request.get("reason"):
+            self._reasons[id(window)] = request["reason"]
         if self.state == State.DONE:
             self.state = State.WAITING
         self.write_safely()

@@ -19,12 +19,13 @@ from npuprof_launch.common.record import State
 
 def windows_planned(session) -> int:
     """How many windows this session means to record: none when it is off, one per request taken
-    when it profiles on demand, else the schedule's."""
+    when it profiles on demand, else the schedule's and those of the requests it took besides
+    (--on-slowdown)."""
     if session.state == State.OFF:
         return 0
     if session.on_demand:
         return len(session.requests)
-    return len(session.schedule.windows())
+    return len(session.schedule.windows()) + len(session.requests)
 
 
 def to_record(session) -> dict:
@@ -60,6 +61,7 @@ def to_record(session) -> dict:
         "partial_traces": session.partial_traces,
         "traces": list(session.traces),
         "warnings": list(session.warnings),
+        "outcomes": [dict(outcome) for outcome in session.outcomes],
         "errors": list(session.errors),
         "declined": session.declined,
         "step_times": session.step_times_file.relative_to(session.output_dir),
@@ -68,4 +70,6 @@ def to_record(session) -> dict:
         "started_ns": session.started_ns,
         "updated_ns": time.time_ns(),
         "ended": session.ended,
+        "hang_watch": session.hang.record(session.output_dir) if session.hang else None,
+        "pauses": [dict(pause) for pause in session.pauses],
     }

@@ -72,6 +72,9 @@ class ClockSession(Protocol):
     def note_warning(self, message: str) -> None:
         """One warning, said once and kept in the record."""
 
+    def note_outcome(self, kind: str, step: int | None, **fields) -> None:
+        """One outcome (common/outcomes.py), kept in the record and said once in its sentence."""
+
 
 class StepClock(Protocol):
     """What hook.py relies on from every step clock, whatever its kind."""

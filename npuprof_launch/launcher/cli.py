@@ -18,7 +18,7 @@ import time
 
 import npuprof_launch
 from npuprof_launch.common import names, options
-from npuprof_launch.launcher import launch, report, summary
+from npuprof_launch.launcher import launch, report, slowdowns, stallview, summary
 from npuprof_launch.launcher.progress import Progress
 
 USAGE_ERROR = 2
@@ -277,7 +277,19 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
     # Inside another npuprof-run, keep its run: both launchers then report the same processes.
     run_id = os.environ.get(names.RUN_ID_VAR) or launch.new_run_id()
+    watcher = None
+    if config.hang_after != 0 or config.on_slowdown:
+        asking = (
+            slowdowns.Trigger(output_dir, run_id, config.on_slowdown, config.active, config.warmup, names.say)
+            if config.on_slowdown
+            else None
+        )
+        watcher = stallview.Watcher(output_dir, run_id, hangs=config.hang_after != 0, slowdowns=asking)
+    if watcher:
+        watcher.start()  # says while the job runs when its processes stop stepping
     outcome = launch.run(command, launch.job_environment(config, os.environ, output_dir, run_id))
+    if watcher:
+        watcher.stop()
     try:
         run = launch.write_run(output_dir, run_id, command, outcome, given_options(namespace))
         wait_for_aftercare(output_dir, run_id)

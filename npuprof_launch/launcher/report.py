@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 
-from npuprof_launch.common import deliverables, names, options, processlog
+from npuprof_launch.common import deliverables, names, options, outcomes, processlog
 from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
-from npuprof_launch.launcher import jobview, launch, windowfiles
+from npuprof_launch.launcher import jobview, launch, slowdowns, stallview, windowfiles
 from npuprof_launch.launcher.progress import Progress
 
 TOP_OPERATORS = 5
@@ -79,6 +79,13 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     if not processes and not excluded and not declined and not declared and not replaced and not full:
         problems.append((None, _why_nothing(run, log, idle)))
     job = jobview.summarize(processes, run.get("command") if run else None, (run or {}).get("options"))
+    job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
+    findings[:0] = [stallview.stall_line(stall) for stall in job["stalls"]]  # the job stopped: said first
+    findings.extend(stallview.pause_line(pause) for pause in job["pauses"])
+    job["spikes"] = stallview.unexplained(job["spikes"], job["pauses"])  # a pause's step is told as the pause
+    job["slowdowns"] = slowdowns.of_processes(processes, output_dir)
+    findings.extend(slowdowns.text(slowdown) for slowdown in job["slowdowns"])
+    findings.extend(slowdowns.asked_windows(processes))
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
     for process in processes:
         method = slow_ranks.get((process.get("rank"), process.get("stage")))
@@ -254,35 +261,37 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
 
 
 def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) -> str:
-    """The true reason a process's windows did not all complete, the most telling first."""
+    """The true reason a process's windows did not all complete, the most telling first: decided on
+    the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning."""
     done = f"{process['windows_completed']} of {process['windows_planned']}"
     steps = record.get("steps")
-    cut = [w for w in record.get("warnings") or () if "cut short by" in w]
+    found = outcomes.of_record(record)
+    cut = outcomes.of_kind(found, outcomes.CUT_SHORT)
     if record.get("on_demand"):
         return (
             f"{done} requested windows completed: the job ended (or was stopped) before the last requested "
             "window's steps ran"
         )
-    threads = [
-        w for w in record.get("warnings") or () if "thread" in w and ("other threads" in w or "main thread" in w)
-    ]
+    threads = outcomes.of_kind(found, *outcomes.THREAD_KINDS)
     if threads:
-        return f"{done} windows completed: {threads[0]}"
+        return f"{done} windows completed: {outcomes.sentence(threads[0])}"
     ended = _how_the_job_ended(run)
-    raised = [w for w in record.get("warnings") or () if w.startswith("the process ended with an uncaught")]
+    raised = [outcomes.sentence(outcome) for outcome in outcomes.of_kind(found, outcomes.UNCAUGHT)]
     if cut:
-        kept = cut[-1].split("; ", 1)[-1]
-        reason = cut[-1].split(" at step ")[0].replace("window cut short by ", "")
+        kept, by, stopped = outcomes.kept_words(cut[-1]), cut[-1].get("by"), _stopped_by(run)
         for signal_name in ("SIGINT", "SIGTERM"):
-            if signal_name in reason or (ended and signal_name in ended):
+            if signal_name in (by, stopped):
                 return f"interrupted by {signal_name} at step {steps}; {kept} (partial)"
         if raised:
             return f"{done} windows completed: {raised[0]}; {kept}"
-        if reason == "the end of the process":
+        if by == "exit":
             if ended:
                 return f"{done} windows completed: {ended} at step {steps}; {kept}"
             return f"{_ran_short(record, done, steps)}; {kept}"
-        return f"{done} windows completed: the window was cut short by {reason} at step {steps}; {kept}"
+        return (
+            f"{done} windows completed: the window was cut short by {outcomes.cut_words(cut[-1])} at step {steps}; "
+            f"{kept}"
+        )
     if raised:
         return f"{done} windows completed: {raised[0]}, before the schedule completed"
     if ended:
@@ -303,6 +312,25 @@ def _ran_short(record: dict, done: str, steps) -> str:
         f"{done} windows completed: the job ran {ran}, the schedule needs {formula}; "
         "lower --skip-first/--active/--repeat or run more steps"
     )
+
+
+def _stopped_by(run: dict | None) -> str | None:
+    """ "SIGINT" or "SIGTERM" when the run's data says the command was stopped by one, else None
+    (the same cases as _how_the_job_ended's words, read from the data)."""
+    if not run or run.get("start_error"):
+        return None
+    if run.get("signal"):
+        return run["signal"] if run["signal"] in ("SIGINT", "SIGTERM") else None
+    status = run.get("status")
+    if "SIGINT" in (run.get("received") or []) and status not in (None, 130):
+        return "SIGINT"
+    if status in (None, 0):
+        return None
+    if status == 130:
+        return "SIGINT"
+    if status == 143 or "SIGTERM" in (run.get("forwarded") or []):
+        return "SIGTERM"
+    return None
 
 
 def _how_the_job_ended(run: dict | None) -> str | None:

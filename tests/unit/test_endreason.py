@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from npuprof_launch.common import record
+from npuprof_launch.common import outcomes, record
 from npuprof_launch.inprocess import endreason
 
 
@@ -19,30 +19,28 @@ def uncaught(monkeypatch):
 
 
 def test_each_ending_names_what_cut_the_window(uncaught):
-    assert endreason.reason_and_warning(record.ENDED_EXIT, 4) == ("the end of the process", None)
-    assert endreason.reason_and_warning(record.ENDED_FAST, 4) == ("os._exit", None)
-    assert endreason.reason_and_warning(record.ENDED_EXEC, 4) == ("os.exec", None)
-    assert endreason.reason_and_warning(record.ENDED_SIGNAL, 4) == ("SIGTERM", None)
-    assert endreason.reason_and_warning("something else", 4) == ("something else", None)
+    assert endreason.cause_and_uncaught(record.ENDED_EXIT, 4) == ("exit", None)
+    assert endreason.cause_and_uncaught(record.ENDED_FAST, 4) == ("os._exit", None)
+    assert endreason.cause_and_uncaught(record.ENDED_EXEC, 4) == ("os.exec", None)
+    assert endreason.cause_and_uncaught(record.ENDED_SIGNAL, 4) == ("SIGTERM", None)
+    assert set(endreason.CAUSES.values()) <= set(outcomes.CUT_BY), "every cause has its words"
 
 
-def test_an_uncaught_exception_at_exit_leaves_a_warning_with_its_first_line(uncaught):
+def test_an_uncaught_exception_at_exit_leaves_an_outcome_with_its_first_line(uncaught):
     uncaught(ValueError("boom\nsecond line"))
-    assert endreason.reason_and_warning(record.ENDED_EXIT, 3) == (
-        "the end of the process",
-        "the process ended with an uncaught ValueError (boom) after step 3",
-    )
+    cause, raised = endreason.cause_and_uncaught(record.ENDED_EXIT, 3)
+    assert cause == "exit"
+    assert raised == {"kind": outcomes.UNCAUGHT, "step": 3, "type": "ValueError", "message": "boom"}
+    assert outcomes.sentence(raised) == "the process ended with an uncaught ValueError (boom) after step 3"
     uncaught(RuntimeError())
-    assert (
-        endreason.reason_and_warning(record.ENDED_EXIT, 0)[1]
-        == "the process ended with an uncaught RuntimeError after step 0"
-    )
+    raised = endreason.cause_and_uncaught(record.ENDED_EXIT, 0)[1]
+    assert outcomes.sentence(raised) == "the process ended with an uncaught RuntimeError after step 0"
     uncaught(OSError("x" * 300))
-    assert endreason.reason_and_warning(record.ENDED_EXIT, 1)[1].count("x") == 200
+    assert endreason.cause_and_uncaught(record.ENDED_EXIT, 1)[1]["message"].count("x") == 200
 
 
-def test_ctrl_c_is_the_reason_and_only_an_exit_reads_the_exception(uncaught):
+def test_ctrl_c_is_the_cause_and_only_an_exit_reads_the_exception(uncaught):
     uncaught(KeyboardInterrupt())
-    assert endreason.reason_and_warning(record.ENDED_EXIT, 9) == ("SIGINT (KeyboardInterrupt)", None)
+    assert endreason.cause_and_uncaught(record.ENDED_EXIT, 9) == ("SIGINT", None)
     uncaught(ValueError("boom"))
-    assert endreason.reason_and_warning(record.ENDED_SIGNAL, 9) == ("SIGTERM", None)
+    assert endreason.cause_and_uncaught(record.ENDED_SIGNAL, 9) == ("SIGTERM", None)

@@ -218,7 +218,7 @@ def test_a_window_stopped_at_a_boundary_has_no_unfinished_step(tmp_path):
     made, backend = session(tmp_path, **{"skip-first": 1, "active": 5})
     steps(made, 3)
     made.steps += 1  # step 4 ended; the session has not acted on its boundary yet
-    made._close_window(complete=False, reason="--max-window-mb")
+    made._close_window(complete=False, cause="size_cap", limit_mb=1, grown_mb=2)
     assert not [call for call in backend.calls if call[0] == "unfinished"]
 
 

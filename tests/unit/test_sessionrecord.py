@@ -83,6 +83,7 @@ def standin(**fields) -> types.SimpleNamespace:
         "partial_traces": 0,
         "traces": ["a.pt.trace.json"],
         "warnings": [],
+        "outcomes": [],
         "errors": ["e"],
         "declined": None,
         "step_times_file": types.SimpleNamespace(relative_to=lambda output_dir: f"rel-to:{output_dir}"),
@@ -91,6 +92,8 @@ def standin(**fields) -> types.SimpleNamespace:
         "profiler_messages": {"error": 1},
         "started_ns": 5,
         "ended": "exit",
+        "hang": False,
+        "pauses": [],
     }
     values.update(fields)
     return types.SimpleNamespace(**values)
@@ -110,13 +113,17 @@ def test_the_window_steps_run_from_the_first_window_to_the_last_or_to_the_count(
 
 def test_the_record_holds_copies_of_the_sessions_lists():
     window = {"first_step": 3, "last_step": 4, "complete": True, "traces": ["w1"]}
-    made = standin(results=[window], warnings=["w"], requests=["r1"])
+    outcome = {"kind": "note", "step": None, "text": "w"}
+    made = standin(results=[window], warnings=["w"], outcomes=[outcome], requests=["r1"])
     built = sessionrecord.to_record(made)
     window["traces"].append("w2")
     made.warnings.append("later")
+    outcome["text"] = "changed"
+    made.outcomes.append({"kind": "note", "step": None, "text": "later"})
     made.requests.append("r2")
     made.profiler_messages["error"] = 2
     assert built["windows"][0]["traces"] == ["w1"] and built["warnings"] == ["w"] and built["requests"] == ["r1"]
+    assert built["outcomes"] == [{"kind": "note", "step": None, "text": "w"}]
     assert built["profiler_messages"] == {"error": 1}
 
 

@@ -1,0 +1,189 @@
+"""What happened to a process's profiling, as data: one closed table of outcome kinds.
+
+A process records each outcome as ``{"kind": KIND, "step": N, ...fields}`` in its status record
+(``outcomes``), beside the sentence it says (``warnings``, kept for readers of older records). The
+report decides from kinds and fields, never from the sentences: rewording a sentence here changes
+what the user reads, never a verdict. Every sentence is made by ``sentence`` from the table, so
+the record, the ``npuprof:`` line, the summary, ``--json`` and the page say the same words.
+
+Records written before outcomes existed carry only sentences; ``of_record`` reads those back into
+outcomes once, here (``_from_sentence``), so no other module matches text.
+
+Standard library only: the in-process wing imports this before torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: A window stopped before its last step (``by``: a key of CUT_BY; ``kept``: [first, last] steps
+#: its trace keeps, or None when it held no whole step).
+CUT_SHORT = "cut_short"
+#: A window open on another thread at the process's end: stopping it from this one could crash the
+#: process, so it is lost (``by`` as for CUT_SHORT).
+LOST_ON_THREAD = "lost_on_thread"
+#: A declared function's calls run off the main thread, where no window over several calls starts.
+OFF_MAIN_THREAD = "off_main_thread"
+#: Calls of a declared function on threads other than the first to call it: not counted.
+OTHER_THREADS = "other_threads"
+#: A window started later than due (``due``, ``first``, ``last``: the steps it records; ``why``: a
+#: key of LATE_WHY).
+LATE_START = "late_start"
+#: The process's profiler recorded another clock's window when this one's was due.
+SLOT_BUSY = "slot_busy"
+#: The job runs a torch profiler of its own: ours stopped and declined.
+JOB_PROFILER = "job_profiler"
+#: The program ended with an uncaught exception (``type``, ``message``: its first line, or None).
+UNCAUGHT = "uncaught"
+#: A sentence without a kind of its own (a profiler's log line, an option the backend ignores):
+#: told as it is, decided on by nobody (``text``).
+NOTE = "note"
+
+#: What cut a window short: the key a record holds, and the words for it.
+CUT_BY = {
+    "exit": "the end of the process",
+    "os._exit": "os._exit",
+    "os.exec": "os.exec",
+    "SIGTERM": "SIGTERM",
+    "SIGINT": "SIGINT (KeyboardInterrupt)",
+    "size_cap": "--max-window-mb",
+    "job_profiler": "the job's own torch profiler",
+}
+#: Why a window started late.
+LATE_WHY = {
+    "step_one": "the optimizer.step clock cannot see the start of step 1: use --skip-first 1 or more, or --target",
+    "no_safe_point": "no moment outside backward and the job's ranges came before it",
+}
+
+JOB_PROFILER_SENTENCE = (
+    "the job runs a torch profiler of its own (torch.profiler.profile, or a framework's such as "
+    "Lightning's profiler='pytorch'); npuprof does not run a second one in this process, as two at once "
+    "crash it: drop one of the two"
+)
+
+#: Every kind and the fields it carries beside ``kind`` and ``step``: the table's closed set.
+KINDS = {
+    CUT_SHORT: ("by", "kept", "limit_mb", "grown_mb"),
+    LOST_ON_THREAD: ("by",),
+    OFF_MAIN_THREAD: ("function", "thread"),
+    OTHER_THREADS: ("function", "thread"),
+    LATE_START: ("due", "first", "last", "why"),
+    SLOT_BUSY: ("clock", "holder"),
+    JOB_PROFILER: (),
+    UNCAUGHT: ("type", "message"),
+    NOTE: ("text",),
+}
+#: The kinds that say a window was stopped or never run because of a thread.
+THREAD_KINDS = (LOST_ON_THREAD, OFF_MAIN_THREAD, OTHER_THREADS)
+
+
+def make(kind: str, step: int | None, **fields) -> dict:
+    """One outcome; a kind or field off the table is a bug of ours, so it raises (callers guard)."""
+    allowed = KINDS[kind]
+    unknown = set(fields) - set(allowed)
+    if unknown:
+        raise ValueError(f"outcome {kind}: fields off the table: {sorted(unknown)}")
+    return {"kind": kind, "step": step, **fields}
+
+
+def cut_words(outcome: dict) -> str:
+    """What cut the window, in words (the size cap with its numbers)."""
+    by = outcome.get("by")
+    if by == "size_cap":
+        grown = outcome.get("grown_mb")
+        return f"--max-window-mb {outcome.get('limit_mb')} (the process grew by {grown} MB while it recorded)"
+    return CUT_BY.get(by, str(by))
+
+
+def kept_words(outcome: dict) -> str:
+    """What a cut window's trace keeps."""
+    kept = outcome.get("kept")
+    return f"its trace keeps steps {kept[0]}-{kept[1]}" if kept else "it had recorded no whole step"
+
+
+def sentence(outcome: dict) -> str:
+    """The one sentence of an outcome: the record's warning, the ``npuprof:`` line, the report's words."""
+    kind, step = outcome["kind"], outcome.get("step")
+    if "text" in outcome:  # a note, or an older record's sentence read back
+        return str(outcome["text"])
+    if kind == CUT_SHORT:
+        return f"window cut short by {cut_words(outcome)} at step {step}; {kept_words(outcome)}"
+    if kind == LOST_ON_THREAD:
+        return (
+            f"window cut short by {cut_words(outcome)} at step {step}: its profiler runs on another thread, and "
+            "stopping it from this one could crash the process, so this window is lost"
+        )
+    if kind == OFF_MAIN_THREAD:
+        return (
+            f"{outcome['function']}: its calls run on {outcome['thread']}, not on the main thread: a window "
+            "over several calls is only started on the main thread (a profiler left running when its thread "
+            "ends crashes the process at exit), so none was; --range records single calls on any thread"
+        )
+    if kind == OTHER_THREADS:
+        return (
+            f"{outcome['function']}: calls on other threads than {outcome['thread']}, the first to call it, "
+            "run unprofiled and are not counted (a profiler starts, steps and stops on one thread)"
+        )
+    if kind == LATE_START:
+        return (
+            f"the window due at step {outcome['due']} could start only at step {step} "
+            f"({LATE_WHY.get(outcome.get('why'), outcome.get('why'))}); it records steps "
+            f"{outcome['first']}-{outcome['last']} instead"
+        )
+    if kind == SLOT_BUSY:
+        return (
+            f"{outcome['clock']}: a window was due while the profiler of this process recorded "
+            f"{outcome['holder']}; it started at the first step after that"
+        )
+    if kind == JOB_PROFILER:
+        return JOB_PROFILER_SENTENCE
+    if kind == UNCAUGHT:
+        message = outcome.get("message")
+        return (
+            f"the process ended with an uncaught {outcome['type']}"
+            + (f" ({message})" if message else "")
+            + (f" after step {step}")
+        )
+    raise ValueError(f"outcome kind off the table: {kind!r}")
+
+
+def of_record(record: dict) -> list[dict]:
+    """A status record's outcomes; for a record written before they existed, read from its sentences."""
+    recorded = record.get("outcomes")
+    if recorded:
+        return list(recorded)
+    return [_from_sentence(text) for text in record.get("warnings") or ()]
+
+
+def of_kind(found: list[dict], *kinds: str) -> list[dict]:
+    return [outcome for outcome in found if outcome.get("kind") in kinds]
+
+
+_CUT = re.compile(r"^window cut short by (?P<by>.+?) at step (?P<step>\d+)(?P<rest>[;:].*)$")
+_KEPT = re.compile(r"its trace keeps steps (\d+)-(\d+)")
+_UNCAUGHT = re.compile(
+    r"^the process ended with an uncaught (?P<type>\w+)(?: \((?P<text>.*)\))? after step (?P<step>\d+)$"
+)
+
+
+def _from_sentence(text: str) -> dict:
+    """An older record's sentence as an outcome: the kinds the report decides on, else a note."""
+    cut = _CUT.match(text)
+    if cut:
+        words = cut["by"]
+        by = next((key for key, value in CUT_BY.items() if value == words), words)
+        if by.startswith("--max-window-mb"):
+            by = "size_cap"
+        step = int(cut["step"])
+        if cut["rest"].startswith(":"):
+            return make(LOST_ON_THREAD, step, by=by)
+        kept = _KEPT.search(cut["rest"])
+        return make(CUT_SHORT, step, by=by, kept=[int(kept[1]), int(kept[2])] if kept else None)
+    raised = _UNCAUGHT.match(text)
+    if raised:
+        return {"kind": UNCAUGHT, "step": int(raised["step"]), "type": raised["type"], "message": raised["text"]}
+    if "not on the main thread" in text:
+        return {"kind": OFF_MAIN_THREAD, "step": None, "text": text}
+    if "calls on other threads than" in text:
+        return {"kind": OTHER_THREADS, "step": None, "text": text}
+    return make(NOTE, None, text=text)

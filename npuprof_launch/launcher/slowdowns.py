@@ -1,0 +1,297 @@
+"""Slowdowns: a step from which a process's steps take longer, and stay longer, found in its whole-run step times.
+
+A fail-slow (a throttled card, a failing link, a growing queue) shows as a change point in the
+step time: before it the steps take one time, after it another, for many steps. A spike is one
+step; a slowdown is a regime. The method, in three parts, each there for a reason:
+
+1. *Where.* The job's own steps (the tool's steps around windows and the warm-up left out, as
+   for spikes) are cut into at most MAX_BLOCKS blocks of consecutive steps, each reduced to its
+   median: one slow step cannot move a block, and a run of 100,000 steps costs little more than
+   one of 2,000. The change point is the block boundary that best splits the blocks' log medians
+   in two (binary segmentation's criterion), each side at least MIN_SIDE steps.
+2. *How much.* The median after over the median before must be at least MIN_RATIO: below that, a
+   shared machine's drift is as large.
+3. *Whether it holds.* A rank-sum test (Mann-Whitney, normal approximation) of the blocks after
+   against the blocks before must reject at P_LEVEL, and where the steps after it get faster again (the
+   same cut, in the other direction, significant, and back near the time before), the slowdown
+   is told with the step where they came back, else it runs "to the end".
+
+The step found is a block boundary: within a block's length of the true one (a few steps on
+short runs; the finding says the block length on long ones).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+MAX_BLOCKS = 400
+MIN_SIDE = 10
+MIN_RATIO = 1.15
+P_LEVEL = 1e-4
+#: Slowdowns on several ranks within this many steps (or one block) of each other are one.
+GROUP_STEPS = 5
+
+
+def find(durations: list[float], tool_steps=None, warmup: int = 3) -> dict | None:
+    """The slowdown in one process's step durations (of steps 2, 3, ...), or None.
+
+    ``tool_steps``: a container of the steps the tool's own work touched (stepstats.ToolSteps).
+    Returns ``{"step", "before_s", "after_s", "ratio", "to_end", "back_at", "p", "steps_before",
+    "steps_after", "block"}``: ``step`` is the first slower step, in the job's numbering.
+    """
+    steps = [
+        (index + 2, value)
+        for index, value in enumerate(durations)
+        if index + 2 > 1 + warmup and value > 0 and (tool_steps is None or index + 2 not in tool_steps)
+    ]
+    if len(steps) < 2 * MIN_SIDE:
+        return None
+    size = max(1, math.ceil(len(steps) / MAX_BLOCKS))
+    blocks = [steps[i : i + size] for i in range(0, len(steps), size)]
+    logs = [math.log(statistics.median(value for _, value in block)) for block in blocks]
+    cut = _best_cut(logs, size, len(steps))
+    if cut is None:
+        return None
+    end = _end_of(logs, cut, size)  # the block where the steps came back, if they did
+    before = [value for _, value in steps[: cut * size]]
+    after = [value for _, value in steps[cut * size : end * size]]
+    before_s, after_s = statistics.median(before), statistics.median(after)
+    ratio = after_s / before_s
+    if ratio < MIN_RATIO:
+        return None
+    p = rank_sum_p(logs[:cut], logs[cut:end])  # on the blocks: a slow step alone moves none
+    if p > P_LEVEL:
+        return None
+    return {
+        "step": steps[cut * size][0],
+        "before_s": before_s,
+        "after_s": after_s,
+        "ratio": round(ratio, 3),
+        "to_end": end == len(blocks),
+        "back_at": steps[end * size][0] if end < len(blocks) else None,
+        "p": p,
+        "test": f"Mann-Whitney rank sum of block medians, one-sided, p < {P_LEVEL:g}",
+        "steps_before": len(before),
+        "steps_after": len(after),
+        "block": size,
+    }
+
+
+def _end_of(logs: list[float], cut: int, size: int) -> int:
+    """Where a slowdown that began at block ``cut`` ended: the best cut of the blocks after it
+    where the steps got faster again, when those after it are back near the time before; else
+    the end."""
+    rest = logs[cut:]
+    back = _best_cut([-value for value in rest], size, len(rest) * size)
+    if back is None:
+        return len(logs)
+    before = statistics.median(logs[:cut])
+    came_back = statistics.median(rest[back:])
+    if came_back - before < math.log(MIN_RATIO) / 2 and rank_sum_p(rest[back:], rest[:back]) <= P_LEVEL:
+        return cut + back
+    return len(logs)
+
+
+def _best_cut(logs: list[float], size: int, count: int) -> int | None:
+    """The block boundary that best splits the blocks' log medians in two (binary segmentation:
+    the largest between-sides sum of squares, k (n - k) / n (mean after - mean before)^2, from
+    prefix sums), among those that leave MIN_SIDE steps on each side and are slower after."""
+    prefix = [0.0]
+    for value in logs:
+        prefix.append(prefix[-1] + value)
+    n, total = len(logs), prefix[-1]
+    best, cut = 0.0, None
+    for k in range(1, n):
+        if k * size < MIN_SIDE or count - k * size < MIN_SIDE:
+            continue
+        before, after = prefix[k] / k, (total - prefix[k]) / (n - k)
+        gain = k * (n - k) / n * (after - before) ** 2
+        if after > before and gain > best:
+            best, cut = gain, k
+    return cut
+
+
+def rank_sum_p(before: list[float], after: list[float]) -> float:
+    """One-sided p-value that ``after``'s values are not larger than ``before``'s (Mann-Whitney U,
+    normal approximation with ties averaged; fine from a few dozen values on)."""
+    merged = sorted([(value, 0) for value in before] + [(value, 1) for value in after])
+    rank_sum_after, index = 0.0, 0
+    while index < len(merged):
+        end = index
+        while end + 1 < len(merged) and merged[end + 1][0] == merged[index][0]:
+            end += 1
+        average = (index + end) / 2 + 1
+        rank_sum_after += average * sum(1 for i in range(index, end + 1) if merged[i][1] == 1)
+        index = end + 1
+    n1, n2 = len(before), len(after)
+    u = rank_sum_after - n2 * (n2 + 1) / 2
+    mean, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+    if sd == 0:
+        return 1.0
+    z = (u - mean) / sd
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def of_processes(processes: list[dict], output_dir: str) -> list[dict]:
+    """The job's slowdowns: each report row's step-times file read, its slowdown found, and those
+    of one stage at about one step grouped."""
+    import os
+
+    from npuprof_launch.common import stepstats, steptimes
+
+    by_stage: dict[object, list[dict]] = {}
+    timed: dict[object, int] = {}
+    for process in processes:
+        if not process.get("step_times"):
+            continue
+        try:
+            durations = steptimes.read(os.path.join(output_dir, process["step_times"]))
+        except (OSError, ValueError):
+            continue
+        stage = process.get("stage")
+        timed[stage] = timed.get(stage, 0) + 1
+        tools = stepstats.ToolSteps(process.get("windows"), len(durations) + 1)
+        found = find(durations, tools, warmup=stepstats.WARMUP_STEPS)
+        if found:
+            by_stage.setdefault(stage, []).append({**found, "rank": process.get("rank")})
+    result = []
+    for stage, found in by_stage.items():
+        for item in group(found, timed[stage]):
+            result.append({**({"stage": stage} if stage else {}), **item})
+    return result
+
+
+def group(found: list[dict], ranks_timed: int) -> list[dict]:
+    """Slowdowns of several processes (``rank`` and find()'s fields) at about one step are one
+    finding: "every rank" when all timed ranks slowed there."""
+    ordered = sorted(found, key=lambda item: item["step"])
+    groups: list[list[dict]] = []
+    for item in ordered:
+        near = max(GROUP_STEPS, item["block"])
+        if groups and item["step"] - groups[-1][0]["step"] <= near:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    result = []
+    for items in groups:
+        ranks = sorted(item["rank"] for item in items if item.get("rank") is not None)
+        result.append(
+            {
+                "step": min(item["step"] for item in items),
+                "ranks": ranks,
+                "processes": len(items),
+                "every_rank": len(items) >= ranks_timed > 1,
+                "before_s": statistics.median(item["before_s"] for item in items),
+                "after_s": statistics.median(item["after_s"] for item in items),
+                "ratio": round(statistics.median(item["ratio"] for item in items), 2),
+                "to_end": all(item["to_end"] for item in items),
+                "back_at": max((item["back_at"] or 0) for item in items) or None,
+                "evidence": [
+                    {key: item[key] for key in ("rank", "step", "ratio", "p", "test", "steps_before", "steps_after")}
+                    for item in items
+                ],
+            }
+        )
+    return sorted(result, key=lambda item: -item["ratio"])
+
+
+def text(slowdown: dict) -> str:
+    """``from step 4,512 every rank's step took 530 ms against 410 ms before (1.29x), to the end``."""
+    from npuprof_launch.launcher import jobview
+
+    if slowdown["every_rank"]:
+        whose = "every rank's step"
+    elif slowdown["ranks"]:
+        whose = (
+            f"{jobview.who(slowdown['ranks'])}'s step"
+            if len(slowdown["ranks"]) == 1
+            else (f"the steps of {jobview.who(slowdown['ranks'])}")
+        )
+    else:
+        whose = "the step"
+    until = (
+        "to the end"
+        if slowdown["to_end"]
+        else (f"until step {slowdown['back_at']:,}" if slowdown["back_at"] else "then less")
+    )
+    return (
+        f"a slowdown from step {slowdown['step']:,}: {whose} took {slowdown['after_s'] * 1e3:.1f} ms against "
+        f"{slowdown['before_s'] * 1e3:.1f} ms before ({slowdown['ratio']:.2f}x), {until}"
+    )
+
+
+def asked_windows(processes: list[dict]) -> list[str]:
+    """One line per window that --on-slowdown asked for (the same steps on every rank: one line)."""
+    asked = {
+        (window["first_step"], window.get("last_step"), window["reason"])
+        for process in processes
+        for window in process.get("windows") or ()
+        if window.get("reason")
+    }
+    return [
+        f"the window on steps {first}-{last} was asked for by --on-slowdown: {reason}"
+        for first, last, reason in sorted(asked, key=str)
+    ]
+
+
+class Trigger:
+    """``--on-slowdown N``: while the job runs, find a slowdown in the step times the processes
+    write at their checkpoints, and ask every process for one on-demand window in the slow regime
+    (the aligned request of ``--trigger``: a step none has reached), up to N times, each for a
+    slowdown that began after the last one asked for."""
+
+    #: Seconds between looks: the step times come at the processes' checkpoints, every few seconds.
+    every_s = 4.0
+
+    def __init__(self, output_dir: str, run_id: str, times: int, active: int, warmup: int, say) -> None:
+        self.output_dir = output_dir
+        self.run_id = run_id
+        self.left = times
+        self.times = times
+        self.active = active
+        self.warmup = warmup
+        self._say = say
+        self._sizes: dict[str, int] = {}
+        self._asked_after = 0
+
+    def look(self) -> dict | None:
+        """One look: the request written now, if any."""
+        import os
+
+        from npuprof_launch.common import ondemand, record, stepstats, steptimes
+
+        if self.left <= 0:
+            return None
+        running = [
+            rec
+            for rec in record.read_dir(self.output_dir)
+            if rec.get("run_id") == self.run_id and not rec.get("ended") and rec.get("step_times")
+        ]
+        found = []
+        for rec in running:
+            path = os.path.join(self.output_dir, rec["step_times"])
+            size = os.path.getsize(path) if os.path.exists(path) else 0
+            if size == self._sizes.get(path):
+                continue
+            self._sizes[path] = size
+            durations = steptimes.read(path)
+            slow = find(durations, stepstats.ToolSteps(rec.get("windows"), len(durations) + 1), stepstats.WARMUP_STEPS)
+            if slow and slow["step"] > self._asked_after and slow["to_end"]:
+                found.append({**slow, "rank": rec.get("rank")})
+        if not found:
+            return None
+        (slowdown,) = group(found, len(running))[:1]
+        start = ondemand.common_start(running)
+        reason = text(slowdown)
+        request = ondemand.write_request(
+            self.output_dir, self.active, self.warmup, 0, None, start_step=start, reason=reason
+        )
+        self.left -= 1
+        self._asked_after = max(item["step"] for item in found)
+        where = f"at step {start}" if start else "at its next step"
+        self._say(
+            f"{reason}: every process was asked for a window of {self.active} steps {where} "
+            f"(--on-slowdown, {self.times - self.left} of {self.times})"
+        )
+        return request

@@ -1,0 +1,211 @@
+"""Hangs and pauses in the job's answer: which ranks stopped stepping, where, and for how long.
+
+Each process's hang watch (inprocess/hangwatch.py) dumps its threads' stacks when it has not
+stepped for its threshold, and again every threshold while it stays stuck; a process notes a
+*pause* when stepping resumes (or when it then ends by itself), with the number of dumps written
+by then. So the dumps past the last pause are a stall that never ended: the process is stuck now,
+or was when it was stopped or killed. Ranks are grouped by where their main thread is
+(common/stalls.py), the odd one out first.
+
+Used twice: at the end (``job["stalls"]`` and ``job["pauses"]`` of the report, its summary and
+page) and while the job runs (``Watcher``, a thread of the launcher that reads the status folder
+every few seconds and says once, then rarely, that the job stopped stepping).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import threading
+
+from npuprof_launch.common import names, record, stalls
+from npuprof_launch.launcher import jobview
+
+#: How often the launcher looks at the stacks files while the job runs.
+WATCH_EVERY_S = 2.0
+
+
+def of_process(rec: dict, output_dir: str) -> tuple[dict | None, list[dict]]:
+    """One record's stall (its uncovered dumps, or None) and its pauses, each with where it was."""
+    watch = rec.get("hang_watch") or {}
+    if not watch.get("stacks"):
+        return None, []
+    path = os.path.join(output_dir, watch["stacks"])
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            dumps = stalls.parse(handle.read())
+    except OSError:
+        return None, []
+    main = watch.get("main_thread")
+    base = {"rank": rec.get("rank"), "pid": rec.get("pid"), "host": rec.get("host"), "steps": rec.get("steps")}
+    pauses, covered = [], 0
+    for pause in rec.get("pauses") or ():
+        mine = dumps[covered : pause.get("dumps", covered)]
+        covered = max(covered, pause.get("dumps", covered))
+        place = stalls.where(_main_frames(mine[-1], main)) if mine else {"call": None, "at": None, "frames": []}
+        pauses.append({**base, **pause, "where": place})
+    uncovered = dumps[covered:]
+    if not uncovered:
+        return None, pauses
+    stuck = {
+        **base,
+        "dumps": len(uncovered),
+        "at_least_s": sum(dump["after_s"] for dump in uncovered),
+        "ended": rec.get("ended"),
+        "where": stalls.where(_main_frames(uncovered[-1], main)),
+    }
+    return stuck, pauses
+
+
+def _main_frames(dump: dict, main_thread) -> list:
+    threads = dump["threads"]
+    return threads.get(main_thread) or (next(iter(threads.values())) if threads else [])
+
+
+def summarize(records: list[dict], output_dir: str) -> tuple[list[dict], list[dict]]:
+    """The report's ``stalls`` (ranks grouped by where they are stuck, the odd one out first) and
+    ``pauses`` (grouped by step: a pause in lockstep holds every rank)."""
+    stuck, paused = [], []
+    for rec in records:
+        found, pauses = of_process(rec, output_dir)
+        if found:
+            stuck.append(found)
+        paused.extend(pauses)
+    stall_groups = []
+    if stuck:
+        groups = stalls.group(stuck)
+        stall_groups.append(
+            {
+                "since_step": min(item.get("steps") or 0 for item in stuck),
+                "at_least_s": max(item["at_least_s"] for item in stuck),
+                "ranks": sorted(item["rank"] for item in stuck if item.get("rank") is not None),
+                "processes": len(stuck),
+                "groups": groups,
+            }
+        )
+    by_step: dict[tuple, list[dict]] = {}
+    for pause in paused:
+        by_step.setdefault((pause["step"], bool(pause.get("at_end"))), []).append(pause)
+    pause_groups = [
+        {
+            "step": step,
+            "at_end": at_end,
+            "seconds": max(item["seconds"] for item in items),
+            "ranks": sorted(item["rank"] for item in items if item.get("rank") is not None),
+            "processes": len(items),
+            "groups": stalls.group([item for item in items if item["where"].get("frames")]),
+        }
+        for (step, at_end), items in sorted(by_step.items())
+    ]
+    return stall_groups, pause_groups
+
+
+def unexplained(spikes: list[dict], pauses: list[dict]) -> list[dict]:
+    """The spikes that are not the step a pause was in (a pause's step is a spike too: said once)."""
+    paused = {(pause["step"] + 1, tuple(pause["ranks"])) for pause in pauses if not pause.get("at_end")}
+    return [spike for spike in spikes if (spike["step"], tuple(spike.get("ranks") or ())) not in paused]
+
+
+def where_text(groups: list[dict]) -> str:
+    """``rank 1 in time.sleep (train.py:25); ranks 0, 2-7 in all_reduce (train.py:42)``."""
+    parts = []
+    for group in groups:
+        if group["ranks"]:
+            who = jobview.who(group["ranks"])
+        else:
+            who = "it was" if group["processes"] == 1 else f"{group['processes']} processes were"
+        parts.append(f"{who} {stalls.place_text(group)}")
+    return "; ".join(parts)
+
+
+def stall_line(stall: dict) -> str:
+    who = _who(stall)
+    return (
+        f"no step for at least {stall['at_least_s']:.0f} s on {who} (last recorded step {stall['since_step']}): "
+        f"{where_text(stall['groups'])}"
+    )
+
+
+def pause_line(pause: dict) -> str:
+    who = _who(pause)
+    if pause.get("at_end"):
+        head = f"no step in the last {pause['seconds']:.0f} s before {who} ended, after step {pause['step']}"
+    else:
+        head = f"a pause of {pause['seconds']:.0f} s after step {pause['step']} on {who}, then stepping resumed"
+    return head + (f": {where_text(pause['groups'])}" if pause["groups"] else "")
+
+
+def _who(item: dict) -> str:
+    if item["ranks"]:
+        return jobview.who(item["ranks"])
+    return f"{item['processes']} process" + ("es" if item["processes"] != 1 else "")
+
+
+class Watcher:
+    """While the job runs: read the status folder every WATCH_EVERY_S and say when processes
+    stop stepping, once, then again only when the stall has doubled in length; with
+    --on-slowdown, look for slowdowns too (slowdowns.Trigger)."""
+
+    def __init__(self, output_dir: str, run_id: str, say=names.say, hangs: bool = True, slowdowns=None) -> None:
+        self.output_dir = output_dir
+        self.run_id = run_id
+        self._say = say
+        self._hangs = hangs
+        #: --on-slowdown's slowdowns.Trigger, looked at every its every_s, or None.
+        self._slowdowns = slowdowns
+        self._slowdowns_at = 0.0
+        self._stop = threading.Event()
+        self._told_s = 0.0
+        self._sizes: dict[str, int] = {}
+        self._thread = threading.Thread(target=self._loop, name="npuprof-stall-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        waited = 0.0
+        while not self._stop.wait(WATCH_EVERY_S):
+            waited += WATCH_EVERY_S
+            try:
+                if self._hangs:
+                    self.look()
+                if self._slowdowns is not None and waited - self._slowdowns_at >= self._slowdowns.every_s:
+                    self._slowdowns_at = waited
+                    self._slowdowns.look()
+            except Exception:  # noqa: BLE001 - a look that fails is never worth the launcher
+                pass
+
+    def look(self) -> str | None:
+        """One look: the line said now, if any."""
+        found = glob.glob(os.path.join(names.status_dir(self.output_dir), "*" + stalls.STACKS_SUFFIX))
+        sizes = {path: _size(path) for path in found}
+        if sizes == self._sizes:
+            return None
+        self._sizes = sizes
+        records = [
+            rec
+            for rec in record.read_dir(self.output_dir)
+            if rec.get("run_id") == self.run_id and rec.get("ended") is None
+        ]
+        stall_groups, _ = summarize(records, self.output_dir)
+        if not stall_groups:
+            self._told_s = 0.0
+            return None
+        stall = stall_groups[0]
+        if stall["at_least_s"] < 2 * self._told_s:
+            return None
+        self._told_s = stall["at_least_s"]
+        line = stall_line(stall)
+        self._say(line)
+        return line
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

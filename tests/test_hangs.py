@@ -1,0 +1,148 @@
+"""Where a job stops stepping: the hang watch's stack dumps, told while the job runs and at its end.
+
+Real jobs under the real launcher (a 2-rank gloo job under torchrun, one process alone), with a
+threshold of 2 s: each test waits for the launcher's own line, never for a fixed time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from conftest import PYTHON, ROOT, assert_ok, check_json, clean_env, npuprof, status_records
+
+STUCK = os.path.join(ROOT, "examples", "stuck.py")
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+
+
+def line_of(marker: str) -> str:
+    """``stuck.py:N``, the line of the job that holds ``marker``."""
+    with open(STUCK) as handle:
+        (number,) = [i for i, line in enumerate(handle, 1) if line.rstrip().endswith(marker)]
+    return f"stuck.py:{number}"
+
+
+#: The job's lines (examples/stuck.py) where a rank sleeps, pauses, and where the others wait.
+SLEEP_AT, PAUSE_AT, ALL_REDUCE_AT = line_of("# the hang"), line_of("# the pause"), line_of("# the others wait here")
+
+
+def launch(out: str, job: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [PYTHON, "-m", "npuprof_launch", "--hang-after", "2", "--output-dir", out, "--", *job],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+class Stderr:
+    """The launcher's stderr, read by a thread: a test waits for a line, the pipe never fills."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.lines: list[str] = []
+        self._seen = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self._thread.start()
+
+    def _read(self, process: subprocess.Popen) -> None:
+        for line in process.stderr:
+            with self._seen:
+                self.lines.append(line)
+                self._seen.notify_all()
+        with self._seen:
+            self.lines.append(None)
+            self._seen.notify_all()
+
+    def wait_for(self, text: str, limit_s: float = 400) -> str:
+        """The first line holding ``text`` (the job is stuck by then); the limit is for a failure only."""
+        with self._seen:
+            found = self._seen.wait_for(lambda: self._find(text) is not None, timeout=limit_s)
+        assert found, f"no line with {text!r} in {limit_s} s:\n{''.join(filter(None, self.lines))}"
+        line = self._find(text)
+        assert line, f"the launcher ended without a line holding {text!r}:\n{''.join(filter(None, self.lines))}"
+        return line
+
+    def _find(self, text: str):
+        for line in self.lines:
+            if line is None:
+                return ""
+            if text in line:
+                return line
+        return None
+
+    def join(self) -> None:
+        self._thread.join(timeout=300)
+
+
+def test_a_rank_stuck_in_a_sleep_is_named_while_it_hangs_and_after_sigterm(out):
+    launcher = launch(out, [*TORCHRUN, STUCK, "--stuck-rank", "1", "--after", "4"])
+    stderr = Stderr(launcher)
+    try:
+        line = stderr.wait_for("npuprof: no step for")
+        launcher.send_signal(signal.SIGTERM)  # forwarded to torchrun, which tears the ranks down
+        launcher.wait(timeout=300)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+    stderr.join()
+    assert f"rank 1 in time.sleep ({SLEEP_AT}); rank 0 in all_reduce ({ALL_REDUCE_AT})" in line, line
+    _, report = check_json(out)
+    stalls = report["job"]["stalls"]
+    assert len(stalls) == 1 and stalls[0]["ranks"] == [0, 1], stalls
+    first, second = stalls[0]["groups"]
+    assert (first["ranks"], first["call"], first["at"]) == ([1], "time.sleep", SLEEP_AT), "the odd one out first"
+    assert (second["ranks"], second["call"], second["at"]) == ([0], "all_reduce", ALL_REDUCE_AT)
+    assert first["frames"][0].startswith(f"{SLEEP_AT} in main"), "the job's frames in front"
+    assert any(f.startswith(f"{ALL_REDUCE_AT} in main") for f in second["frames"][:1]), second["frames"]
+    assert report["job"]["pauses"] == [], "a stall that never ended is no pause"
+    assert any(finding.startswith("no step for at least") for finding in report["findings"])
+
+
+def test_ranks_killed_while_stuck_leave_their_stacks_and_the_report_names_the_odd_one(out):
+    launcher = launch(out, [*TORCHRUN, STUCK, "--stuck-rank", "1", "--after", "3"])
+    stderr = Stderr(launcher)
+    try:
+        stderr.wait_for("npuprof: no step for")
+        for record in status_records(out):
+            os.kill(record["pid"], signal.SIGKILL)  # no exit handler of ours runs
+        launcher.wait(timeout=300)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+    stderr.join()
+    _, report = check_json(out)
+    groups = report["job"]["stalls"][0]["groups"]
+    assert [(g["ranks"], g["call"], g["at"]) for g in groups] == [
+        ([1], "time.sleep", SLEEP_AT),
+        ([0], "all_reduce", ALL_REDUCE_AT),
+    ]
+
+
+def test_a_pause_that_ends_is_a_pause_at_its_step_not_a_hang(out):
+    result = npuprof(
+        ["--hang-after", "2", "--output-dir", out, "--", PYTHON, STUCK, "--after", "3", "--pause", "7", "--steps", "8"]
+    )
+    assert_ok(result)
+    _, report = check_json(out)
+    assert report["job"]["stalls"] == []
+    (pause,) = report["job"]["pauses"]
+    assert pause["step"] == 3 and pause["seconds"] >= 6.5 and not pause["at_end"], pause
+    assert [(g["call"], g["at"]) for g in pause["groups"]] == [("time.sleep", PAUSE_AT)]
+    assert "a pause of" in result.stderr and "after step 3" in result.stderr
+    (record,) = status_records(out)
+    assert record["hang_watch"]["after_s"] == 2.0 and record["pauses"][0]["dumps"] >= 1
+
+
+def test_hang_after_0_turns_the_watch_off(out):
+    result = npuprof(["--hang-after", "0", "--output-dir", out, "--", PYTHON, STUCK, "--steps", "3"])
+    assert_ok(result)
+    (record,) = status_records(out)
+    assert record["hang_watch"] is None and record["pauses"] == []
+    assert not [name for name in os.listdir(os.path.join(out, "npuprof_status")) if name.endswith(".stacks")]
+    assert json.loads(npuprof(["--check", out, "--json"]).stdout)["job"]["stalls"] == []

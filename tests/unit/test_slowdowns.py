@@ -1,0 +1,71 @@
+"""Slowdowns (launcher/slowdowns.py): a change point in a process's step times, told apart from
+spikes and from noise, on synthetic step times with a seeded generator."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from npuprof_launch.launcher import slowdowns
+
+
+def steps(count: int, *, change: int | None = None, factor: float = 1.0, noise: float = 0.1, seed: int = 0, **more):
+    """Durations of steps 2, 3, ...: 10 ms with half-normal noise, ``factor`` times from ``change``."""
+    rng = random.Random(seed)
+    durations = []
+    for step in range(2, count + 2):
+        value = 0.01 * (1 + abs(rng.gauss(0, noise)))
+        if change is not None and step >= change:
+            value *= factor
+        if step == more.get("spike"):
+            value *= 10
+        if more.get("back") and step >= more["back"]:
+            value /= factor
+        durations.append(value)
+    return durations
+
+
+@pytest.mark.parametrize("factor", [1.2, 1.5, 3.0])
+@pytest.mark.parametrize("count, change", [(40, 25), (300, 200), (5000, 4000)])
+def test_a_slowdown_is_found_at_its_step(count, change, factor):
+    for seed in range(5):
+        found = slowdowns.find(steps(count, change=change, factor=factor, seed=seed))
+        assert found is not None, (count, change, factor, seed)
+        assert abs(found["step"] - change) <= max(2, found["block"]), found
+        assert found["ratio"] == pytest.approx(factor, rel=0.1) and found["to_end"]
+        assert found["p"] < slowdowns.P_LEVEL and found["test"].startswith("Mann-Whitney")
+
+
+def test_healthy_runs_spikes_and_too_few_steps_give_none():
+    for seed in range(30):
+        assert slowdowns.find(steps(200, noise=0.4, seed=seed)) is None, seed
+    assert slowdowns.find(steps(200, spike=100)) is None, "a spike is no slowdown"
+    assert slowdowns.find(steps(15, change=10, factor=3)) is None, "too few steps on a side"
+    assert slowdowns.find(steps(200, change=100, factor=1.08)) is None, "below the ratio a shared machine drifts"
+
+
+def test_the_tools_steps_and_the_warm_up_are_left_out():
+    durations = steps(100)
+    for index in range(60, 64):  # a window's steps: the profiler's own cost
+        durations[index] *= 5
+    durations[0] = durations[1] = 1.0  # the warm-up
+    assert slowdowns.find(durations, tool_steps=range(61, 67)) is None
+
+
+def test_a_slowdown_that_ends_says_where():
+    found = slowdowns.find(steps(300, change=100, factor=2.0, back=200))
+    assert found is not None and not found["to_end"] and 195 <= found["back_at"] <= 205, found
+
+
+def test_ranks_slowing_at_one_step_are_one_finding_and_its_words():
+    one = {"ratio": 1.5, "before_s": 0.01, "after_s": 0.015, "to_end": True, "back_at": None, "block": 1}
+    evidence = {"p": 1e-6, "test": "t", "steps_before": 30, "steps_after": 30}
+    found = [{**one, **evidence, "rank": rank, "step": 41 + rank % 2} for rank in range(4)]
+    (grouped,) = slowdowns.group(found, ranks_timed=4)
+    assert grouped["every_rank"] and grouped["step"] == 41 and len(grouped["evidence"]) == 4
+    assert slowdowns.text(grouped) == (
+        "a slowdown from step 41: every rank's step took 15.0 ms against 10.0 ms before (1.50x), to the end"
+    )
+    (alone,) = slowdowns.group(found[1:2], ranks_timed=4)
+    assert slowdowns.text(alone).startswith("a slowdown from step 42: rank 1's step took")
