@@ -269,8 +269,10 @@ class TorchBackend:
     def stop(self, prof, *, unfinished: tuple[str, ...] = ()) -> None:
         """Stop the window; ``unfinished`` names the ranges of a step under way (a window cut
         short). Kineto keeps a range still open when it stops, ended at the stop (whether torch
-        exits it first or not), so the export takes them out of the file instead."""
-        self._unfinished = unfinished
+        exits it first or not), so the export takes them out of the file instead; the open step
+        range's own name goes with them (torch 2.1 names it by its count before the step)."""
+        own = getattr(getattr(prof, "step_rec_fn", None), "name", None) if unfinished else None
+        self._unfinished = unfinished + ((own,) if isinstance(own, str) and own not in unfinished else ())
         try:
             prof.stop()
         finally:
