@@ -131,6 +131,14 @@ def step_counts(out: str) -> list[int]:
     return [deliverables.count_profiler_steps(path) for path in torch_traces(out)]
 
 
+def step_spans(path: str, prefixes: tuple[str, ...] = ("ProfilerStep#", "iteration#")) -> list[str]:
+    """The names of a torch trace's step spans on the CPU's timeline, in order (``ProfilerStep#3``,
+    ``iteration#3``, ...): what msprof-analyze, HTA and Perfetto take for its steps."""
+    events = read_trace(path)["traceEvents"]
+    spans = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith(prefixes)]
+    return [e["name"] for e in sorted(spans, key=lambda e: (e["ts"], e["name"])) if "gpu" not in e.get("cat", "")]
+
+
 def status_records(out: str) -> list[dict]:
     records = []
     for path in sorted(glob.glob(os.path.join(out, "**", names.STATUS_DIR, "*.json"), recursive=True)):

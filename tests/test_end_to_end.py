@@ -15,6 +15,7 @@ from conftest import (
     script,
     status_records,
     step_counts,
+    step_spans,
     torch_traces,
 )
 
@@ -30,9 +31,13 @@ def test_two_active_steps_one_trace_results_unchanged(out):
     assert_ok(result)
     assert result.stdout == bare.stdout, "the job's stdout (loss and weight checksum) must be bit-identical"
     assert step_counts(out) == [2]
+    (trace,) = torch_traces(out)
+    # Issue 25: ProfilerStep# holds the job's step numbers, as the iteration# labels do.
+    assert step_spans(trace) == ["ProfilerStep#3", "iteration#3", "ProfilerStep#4", "iteration#4"]
     (record,) = status_records(out)
     assert record["steps"] == 12
     assert record["window_steps"] == [3, 4]
+    assert record["windows"][0]["profiler_steps_from"] == 3
     assert record["windows_completed"] == 1
     assert "1 process profiled" in result.stderr
 
@@ -161,6 +166,11 @@ def test_repeat_gives_one_trace_per_window(out):
     )
     assert_ok(result)
     assert step_counts(out) == [2, 2]
+    # Each window's profiler counts from its own first step (warm-up step 3, then 7), as the job does.
+    assert [step_spans(trace, ("ProfilerStep#",)) for trace in torch_traces(out)] == [
+        ["ProfilerStep#4", "ProfilerStep#5"],
+        ["ProfilerStep#8", "ProfilerStep#9"],
+    ]
     (record,) = status_records(out)
     assert record["windows_completed"] == 2
 

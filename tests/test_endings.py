@@ -2,7 +2,8 @@
 
 os._exit (after and inside a window), a fork-started multiprocessing trainer (which leaves through
 os._exit), os.execv of the process after one step, a runpy wrapper around a script with a
-``__main__`` target, Lightning's DDP workers (no RANK set) under --ranks.
+``__main__`` target, Lightning's DDP workers (no RANK set) under --ranks. Issue 27: a process that
+stops stepping inside a window (its end, or DDP's Join with uneven inputs) keeps only its steps.
 """
 
 from __future__ import annotations
@@ -11,9 +12,22 @@ import os
 import sys
 
 import pytest
-from conftest import assert_ok, check_json, npuprof, python, script, status_records, torch_traces, windows
+from conftest import (
+    assert_ok,
+    check_json,
+    npuprof,
+    python,
+    read_trace,
+    script,
+    status_records,
+    step_spans,
+    torch_traces,
+    windows,
+)
 
 ENDINGS = script("endings.py")
+UNEVEN = script("uneven_join.py")
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
 
 
 def run(out, how, *schedule):
@@ -168,3 +182,45 @@ def test_lightning_ddp_workers_get_their_true_rank(tmp_path, strategy):
     (trace,) = torch_traces(out)
     assert "_rank1_" in os.path.basename(trace)
     assert "matched no process" not in result.stderr
+
+
+def teardown_in_no_step(trace: str) -> bool:
+    """Whether the job's ``teardown`` range is in the trace and inside no ProfilerStep# span."""
+    events = [e for e in read_trace(trace)["traceEvents"] if e.get("ph") == "X"]
+    (teardown,) = [e for e in events if e["name"] == "teardown"]
+    steps = [e for e in events if e["name"].startswith("ProfilerStep#")]
+    return all(teardown["ts"] >= s["ts"] + s["dur"] or teardown["ts"] + teardown["dur"] <= s["ts"] for s in steps)
+
+
+def test_a_process_that_ends_inside_a_window_keeps_only_the_steps_it_ran(out):
+    """6 steps, a window over steps 5-8: the trace holds steps 5 and 6, and no span for a step 7
+    that the process never began (torch had opened ProfilerStep#7 at step 6's end); the teardown
+    after step 6 stays in the trace, in no step."""
+    bare = python([UNEVEN, "--steps", "6"])
+    assert_ok(bare)
+    result = npuprof(["--skip-first", "4", "--active", "4", "--output-dir", out, "--", sys.executable, UNEVEN])
+    assert_ok(result)
+    assert result.stdout == bare.stdout
+    (record,) = status_records(out)
+    assert windows(record) == [{"first_step": 5, "last_step": 6, "complete": False, "traces": record["traces"]}]
+    (trace,) = torch_traces(out)
+    assert step_spans(trace) == ["ProfilerStep#5", "iteration#5", "ProfilerStep#6", "iteration#6"]
+    assert teardown_in_no_step(trace)
+
+
+def test_a_rank_out_of_data_under_join_keeps_only_the_steps_it_ran(out):
+    """Real torchrun, 2 ranks, DDP on gloo under Join: rank 0 has 6 batches, rank 1 has 8. Rank 0's
+    window over steps 5-8 ends with its process after step 6: no span for the shadow all-reduces it
+    ran inside Join while rank 1 made steps 7 and 8. Rank 1's window is whole."""
+    job = [*TORCHRUN, "--nproc_per_node", "2", UNEVEN, "--steps", "6", "--extra", "2"]
+    bare = python(job[1:])
+    assert_ok(bare)
+    result = npuprof(["--skip-first", "4", "--active", "4", "--output-dir", out, "--", *job])
+    assert_ok(result)
+    assert sorted(filter(None, result.stdout.splitlines())) == sorted(filter(None, bare.stdout.splitlines()))
+    by_rank = {record["rank"]: record for record in status_records(out)}
+    assert windows(by_rank[0])[0]["last_step"] == 6 and not by_rank[0]["windows"][0]["complete"]
+    assert by_rank[1]["windows"][0]["complete"] and by_rank[1]["steps"] == 8
+    traces = {rank: [t for t in torch_traces(out) if f"_rank{rank}_" in os.path.basename(t)] for rank in (0, 1)}
+    assert step_spans(traces[0][0]) == ["ProfilerStep#5", "iteration#5", "ProfilerStep#6", "iteration#6"]
+    assert step_spans(traces[1][0], ("ProfilerStep#",)) == [f"ProfilerStep#{n}" for n in (5, 6, 7, 8)]

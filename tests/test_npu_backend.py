@@ -54,7 +54,7 @@ def test_the_issue_command(out, record, bare_stdout):
     assert profile["schedule"] == {"wait": 0, "warmup": 0, "active": 2, "repeat": 1, "skip_first": 0}
     assert profile["on_trace_ready"] == "<callable>"
     (window,) = calls(record, "trace_ready")
-    assert window["steps"] == ["ProfilerStep#0", "ProfilerStep#1"]
+    assert window["steps"] == ["ProfilerStep#2", "ProfilerStep#3"], "ProfilerStep# holds the job's step numbers"
     assert only(record, "trace_handler")["analyse_flag"] is True
     assert profiler_calls(record) == ["start", "step", "step", "stop"]
     assert all(c.get("positional", []) == [] for c in calls(record)), "every argument is passed by keyword"
@@ -207,7 +207,7 @@ def test_wait_warmup_and_repeat_give_one_handed_over_window_each(out, record):
     # Each window has a profiler of its own, built for its warmup and active steps; the wait is ours.
     schedules = calls(record, "schedule")
     assert [s["kwargs"] for s in schedules] == [{"wait": 0, "warmup": 1, "active": 1, "repeat": 1, "skip_first": 0}] * 2
-    assert [w["steps"] for w in calls(record, "trace_ready")] == [["ProfilerStep#1"], ["ProfilerStep#1"]]
+    assert [w["steps"] for w in calls(record, "trace_ready")] == [["ProfilerStep#4"], ["ProfilerStep#7"]]
     assert len(calls(record, "trace_handler")) == 2
     (status,) = status_records(out)
     assert status["windows_completed"] == 2 and status["window_steps"] == [4, 7]
@@ -219,11 +219,22 @@ def test_a_window_cut_short_by_the_end_of_the_job_is_stopped_and_handed_over(out
     assert_ok(result)
     assert profiler_calls(record)[-1] == "stop"
     (window,) = calls(record, "trace_ready")
-    # Steps 5 and 6, and the ProfilerStep# span torch_npu opens after the last step() until stop().
-    assert window["steps"] == ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
+    # Steps 5 and 6 only: the ProfilerStep# range torch_npu opens after the last step() is put
+    # aside for the stop (it belongs to a step the process never made), so it is never reported.
+    assert window["steps"] == ["ProfilerStep#5", "ProfilerStep#6"]
     (status,) = status_records(out)
     assert status["partial_traces"] == 1 and status["windows_completed"] == 0
     assert any("cut short" in warning for warning in status["warnings"])
+    assert status["windows"][0]["profiler_steps_from"] == 5
+
+
+def test_a_release_without_a_step_offset_numbers_each_window_from_0(out, record):
+    """torch_npu 2.4.0 (and up to 2.5.1) has no _step_num_offset: its own numbering, said in the record."""
+    assert_ok(run(out, record, ["--backend", "npu", "--skip-first", "2", "--active", "2"], version="2.4.0"))
+    (window,) = calls(record, "trace_ready")
+    assert window["steps"] == ["ProfilerStep#0", "ProfilerStep#1"]
+    (status,) = status_records(out)
+    assert status["windows"][0]["profiler_steps_from"] == 0 and status["window_steps"] == [3, 4]
 
 
 def test_an_error_torch_npus_profiler_prints_reaches_the_record_and_fails_check(out, record):

@@ -354,3 +354,54 @@ def test_2_14_registers_its_mspti_profiler_for_privateuse1():
     assert release.read("torch_npu/" + npu.MSPTI_PROFILER.owner) is not None
     assert npu.MSPTI_PROFILER.attr.encode() in release.read("torch_npu/" + npu.MSPTI_PROFILER.owner)
     assert release.mspti() == {"header": True, "registered": True, "libmspti": True, "npu_backend": True}
+
+
+# -- the step ranges: ProfilerStep#N numbered by the job, and the open one left out of a cut window --
+
+
+def _profile_methods(release: ReleaseSource) -> dict[str, str]:
+    """The methods of the release's ``torch_npu.profiler.profile``, each as normalized source."""
+    cls = release._class("torch_npu/profiler/profiler.py", "profile")
+    assert cls is not None, f"{release.version}: no profile class"
+    return {node.name: ast.unparse(node) for node in cls.body if isinstance(node, ast.FunctionDef)}
+
+
+def _has_step_offset(release: ReleaseSource) -> bool:
+    return f"self.{npu.STEP_OFFSET} = 0" in _profile_methods(release)["__init__"]
+
+
+def test_the_step_counter_and_range_the_backend_sets_are_the_releases(release):
+    """npu.count_from sets ``_step_num_offset`` (where it exists) before ``start()``, and
+    NpuBackend.stop puts ``step_rec_fn`` aside for a window cut short. So in each release: both
+    are attributes of the profile set in ``__init__``; start() and step() name the open step
+    ``ProfilerStep#`` + step_num (+ the offset), which only names it (the schedule reads step_num
+    alone); stop() ends the open range only when ``step_rec_fn`` is set. The offset came in
+    2.6.0: 2.1.0.post8 and 2.4.0 keep their own numbering."""
+    methods = _profile_methods(release)
+    offset = f"self.{npu.STEP_OFFSET}"
+    has_offset = _has_step_offset(release)
+    name = f"'ProfilerStep#' + str(self.step_num + {offset})" if has_offset else "'ProfilerStep#' + str(self.step_num)"
+    assert f"self.{npu.STEP_RANGE}" in methods["__init__"], release.version
+    for method in ("start", "step"):
+        assert name in methods[method], f"{release.version}: {method}() names its steps otherwise"
+        if has_offset:
+            assert methods[method].count(offset) == methods[method].count(name), f"{release.version}: {method}()"
+    assert "self.schedule(self.step_num)" in methods["step"], release.version
+    assert f"if self.record_steps and self.{npu.STEP_RANGE}:" in methods["stop"], release.version
+    assert has_offset == (npu.parse_version(release.version) >= (2, 6, 0, 0)), release.version
+
+
+STEP_PROBE = (
+    "import torch_npu.profiler as p; prof = p.profile(schedule=p.schedule(wait=0, active=2)); "
+    "print(hasattr(prof, %r), hasattr(prof, %r))"
+)
+
+
+@pytest.mark.parametrize("version", ["2.14.0", "2.4.0"])
+def test_the_standin_has_the_step_counter_of_the_release_it_imitates(version):
+    real = _release(version)
+    env = clean_env(PYTHONPATH=STANDIN, TORCH_NPU_STANDIN_VERSION=version)
+    probe = STEP_PROBE % (npu.STEP_OFFSET, npu.STEP_RANGE)
+    result = subprocess.run([PYTHON, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-2:] == [str(_has_step_offset(real)), "True"]

@@ -37,6 +37,7 @@ import ast
 import glob
 import json
 import os
+import re
 import subprocess
 import textwrap
 from dataclasses import dataclass
@@ -126,6 +127,10 @@ EXTRA_USES = (
 ALLOWED: dict[str, str] = {
     "torch.optim.optimizer._global_optimizer_pre_hooks.values": "the values of the dict above: a dict's own method",
     "torch.optim.optimizer._global_optimizer_post_hooks.values": "the values of the dict above: a dict's own method",
+    "torch.profiler.profile.step.co_varnames": (
+        "the names of a function's locals (its code object's own field): whether step() names steps by "
+        "the count before it, read from every release by test_the_step_counter_the_torch_backend_sets_is_the_releases"
+    ),
 }
 #: APIs the code uses unguarded although a supported release lacks them: their test is expected to
 #: fail until the code is fixed (strict, so the fix flips it). None today: the one thing a supported
@@ -917,3 +922,38 @@ def test_the_installed_torch_gets_the_copy_and_trains_the_same(tmp_path):
     assert bare.stdout.splitlines()[0] == "False 3 3"
     assert hooked.stdout.splitlines()[0] == "True 3 3"
     assert hooked.stdout.splitlines()[1] == bare.stdout.splitlines()[1]
+
+
+def _profile_methods(release) -> dict[str, str]:
+    """The methods of the release's ``torch.profiler.profile``, each as normalized source."""
+    path = os.path.join(release.folder, "torch/profiler/profiler.py")
+    with open(path, encoding="utf-8") as stream:
+        tree = ast.parse(stream.read())
+    (cls,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "profile"]
+    return {node.name: ast.unparse(node) for node in cls.body if isinstance(node, ast.FunctionDef)}
+
+
+def test_the_step_counter_the_torch_backend_sets_is_the_releases(releases):
+    """backends/torch.py (JobSteps) sets ``step_num`` to the window's first step between the
+    profile's construction and its start, and takes it back off what the schedule is asked. So in
+    every release: ``__init__`` sets step_num to 0 and asks the schedule for it there only;
+    ``start()`` and ``step()`` name the open step ``ProfilerStep#`` + step_num; ``step()`` asks the
+    schedule for step_num + 1; nothing else sets step_num; the open range is ``step_rec_fn``.
+    torch 2.1's step() names the step by the count before (``cur_step``), which the backend sees
+    (torch.names_by_count) and leaves to torch's own numbering."""
+    from npuprof_launch.inprocess.backends.torch import OLD_COUNT_NAME
+
+    name = "'ProfilerStep#' + str(self.step_num)"
+    for version, release in releases.items():
+        methods = _profile_methods(release)
+        init, start, step = methods["__init__"], methods["start"], methods["step"]
+        assert "self.step_num = 0" in init and "self.schedule(self.step_num)" in init, version
+        assert "self.step_rec_fn" in init, version
+        assert name in start, f"torch {version}: ProfilerStep# is named otherwise"
+        old_count = f"'ProfilerStep#' + str({OLD_COUNT_NAME})"
+        assert (old_count in step) == (version == "2.1.0") and (name in step) != (old_count in step), version
+        assert "self.schedule(" not in start, version
+        assert "self.schedule(" in step and ("self.step_num += 1" in step or "self.step_num + 1" in step), version
+        for method, text in methods.items():
+            if method not in ("__init__", "step"):
+                assert not re.search(r"self\.step_num (\+)?= ", text), f"torch {version}: {method} sets step_num"

@@ -61,7 +61,9 @@ FIELDS: dict[str, object] = {
     #: Each window: first_step and last_step in the job's numbering (the whole steps recorded),
     #: complete, traces (paths relative to the output directory); with aftercare, aftercare (its
     #: result file), aftercare_pid (its process, which outlives a killed job's) and aftercare_steps
-    #: ([first, last] steps it ran beside; last None while it runs).
+    #: ([first, last] steps it ran beside; last None while it runs); profiler_steps_from, the
+    #: ProfilerStep# number of the window's first traced step (the job's number of that step, or
+    #: 0 where the profiler had no counter to set: torch_npu before 2.6.0).
     "windows": [],
     "schedule_steps": 0,
     "windows_planned": 0,

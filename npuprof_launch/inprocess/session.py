@@ -13,11 +13,12 @@ active steps and dropped after it: no profiler object exists between windows, so
 torch's outlives one. While the schedule is still skipping, the session only counts.
 
 Every recorded step carries the job's own step number on the timeline: a ``iteration#N`` range
-(a declared function's calls carry ``NAME#N`` from the call clock), whatever number torch's
-``ProfilerStep#`` shows. The record (record.py) is written at the session's start, at every
-window edge, at steps 1, 2, 4, 8, ... and then every few seconds while it counts (a step count
-chosen from the measured step time, so no step reads a clock for it), and at its end; the step
-times go to a file beside it.
+(a declared function's calls carry ``NAME#N`` from the call clock), and torch's ``ProfilerStep#N``
+shows the same N where its counter can be set (backends.Backend.steps_from); a window cut short
+keeps no range of the step under way (``_unfinished``). The record (record.py) is written at the
+session's start, at every window edge, at steps 1, 2, 4, 8, ... and then every few seconds while
+it counts (a step count chosen from the measured step time, so no step reads a clock for it), and
+at its end; the step times go to a file beside it.
 
 Every failure of the profiler (build, start, step, stop, export) is caught here: one
 ``npuprof:`` line, one entry in the record, and the job goes on unprofiled.
@@ -31,6 +32,7 @@ runs at a step stays here, together: ``step_ended`` down to ``_act``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -371,6 +373,7 @@ class Session:
         self.results.append(
             {"first_step": window.first_recorded, "last_step": window.last, "complete": False, "traces": []}
         )
+        self.results[-1]["profiler_steps_from"] = self.backend.steps_from  # backends.Backend.steps_from
         if id(window) in self._reasons:  # why a request opened it (--on-slowdown)
             self.results[-1]["reason"] = self._reasons.pop(id(window))
         self._window_rss = memoryguard.rss_bytes() if self.config.max_window_mb else None
@@ -417,14 +420,19 @@ class Session:
     def _close_label(self) -> None:
         label, self._label = self._label, None
         if label is not None:
-            try:
+            with contextlib.suppress(Exception):  # a label is never worth the window
                 self._points.close_label(label)
-            except Exception:  # noqa: BLE001
-                pass
 
     def _close_window(self, *, complete: bool, cause: str | None = None, **detail) -> None:
         """The window is over: saved (its last step ended) or cut short (``cause``: a key of
-        outcomes.CUT_BY: exit, SIGTERM, the job's profiler, the size cap with its ``detail``)."""
+        outcomes.CUT_BY: exit, SIGTERM, the job's profiler, the size cap with its ``detail``).
+
+        Cut short between two boundaries, a window has a step under way that the process never
+        finished (a rank out of data under DDP's ``Join``, an exit inside the window), whose
+        ranges were opened at the last boundary: its label ends after the stop, and the backend
+        keeps its ``ProfilerStep#`` out of the saved trace (``_unfinished``)."""
+        unfinished = () if complete else self._unfinished()
+        held, self._label = (self._label, None) if unfinished else (None, self._label)
         self._close_label()
         result = self.results[-1]
         if not complete:
@@ -433,7 +441,9 @@ class Session:
             kept = [result["first_step"], whole] if whole >= result["first_step"] else None
             self.note_outcome(outcomes.CUT_SHORT, self.steps, by=cause, kept=kept, **detail)
         profiler, self.window = self.profiler, None
-        self._guard("stop", profiler.stop)
+        self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
+        self._label = held
+        self._close_label()  # after the stop: a profiler that no longer runs records no range
         self.profiler = None
         self._lifecycle.slot.release(self)
         result["complete"] = complete and self.state == State.RUNNING
@@ -441,6 +451,19 @@ class Session:
             self.state = State.DONE if self._upcoming() is None and self._watcher is None else State.WAITING
         self._lifecycle.window_closed()
         self.write_safely()
+
+    def _unfinished(self) -> tuple[str, ...]:
+        """The ranges of the open window's step under way, if the process has not finished it
+        (empty where it has: --max-window-mb stops a window at a boundary, before the step)."""
+        if self.window is None:
+            return ()
+        step = self.window.first + self._stepped
+        if step <= self.steps:
+            return ()
+        names = [f"ProfilerStep#{self._stepped + self.results[-1]['profiler_steps_from']}"]
+        if self._label is not None:
+            names.append(f"{ITERATION_LABEL}#{step}")
+        return tuple(names)
 
     def _on_trace_ready(self, prof) -> None:
         """The profiler's on_trace_ready: export one window and record where it went."""
@@ -485,10 +508,8 @@ class Session:
         profiler, self.profiler, self.window = self.profiler, None, None
         self._next = len(self._windows)
         if profiler is not None and what != "profiler stop":
-            try:
+            with contextlib.suppress(Exception):  # the first failure is reported already
                 profiler.stop()
-            except Exception:  # noqa: BLE001 - the first failure is reported already
-                pass
         self._lifecycle.slot.release(self)
         self._lifecycle.window_closed()
         self.write_safely()

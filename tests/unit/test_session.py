@@ -36,15 +36,24 @@ class Recorder:
 
 
 class Backend:
+    """Numbers each window's steps from its first, as torch's and torch_npu's (2.6+) do for us."""
+
     name = "recording"
 
     def __init__(self) -> None:
         self.calls: list = []
         self.exports = 0
+        self.steps_from = 0
 
     def build(self, *, config, window, on_trace_ready, output_dir, worker):
         self.calls.append(("build", window.first, window.warmup, window.active))
+        self.steps_from = window.first
         return Recorder(self.calls, window, on_trace_ready)
+
+    def stop(self, prof, *, unfinished=()):
+        if unfinished:
+            self.calls.append(("unfinished", *unfinished))
+        prof.stop()
 
     def export(self, prof, output_dir, worker):
         self.exports += 1
@@ -133,7 +142,15 @@ def test_a_window_starts_before_its_first_step_and_saves_after_its_last(tmp_path
     assert backend.calls == [("build", 3, 0, 2), ("start", 3)]
     steps(made, 2)
     assert backend.calls[2:] == [("step", 1), ("step", 2), ("stop", 2)]
-    assert made.results == [{"first_step": 3, "last_step": 4, "complete": True, "traces": ["window1.pt.trace.json"]}]
+    assert made.results == [
+        {
+            "first_step": 3,
+            "last_step": 4,
+            "complete": True,
+            "traces": ["window1.pt.trace.json"],
+            "profiler_steps_from": 3,
+        }
+    ]
     assert made.windows_completed == 1 and made.window is None
     steps(made, 3)
     assert len(backend.calls) == 5, "after the last window the session only counts"
@@ -179,9 +196,39 @@ def test_a_window_cut_short_keeps_its_whole_steps(tmp_path):
         "last_step": 4,
         "complete": False,
         "traces": ["window1.pt.trace.json"],
+        "profiler_steps_from": 2,
     }
     assert made.partial_traces == 1 and made.windows_completed == 0
     assert any("cut short by SIGTERM at step 4; its trace keeps steps 2-4" in w for w in made.warnings)
+
+
+def test_the_step_under_way_when_a_window_is_cut_short_is_stopped_as_unfinished(tmp_path):
+    """Steps 2-4 ended; the profiler's ProfilerStep#5 and our iteration#5, opened at the last
+    boundary, belong to a step the process never finished (issue 27, uneven inputs)."""
+    made, backend = session(tmp_path, **{"skip-first": 1, "active": 5})
+    steps(made, 4)
+    made.flush("the end of the process")
+    assert backend.calls[-2:] == [("unfinished", "ProfilerStep#5", "iteration#5"), ("stop", 3)]
+    assert made._label is None
+
+
+def test_a_window_stopped_at_a_boundary_has_no_unfinished_step(tmp_path):
+    """--max-window-mb stops a window where a step has just ended, before the profiler is stepped:
+    the open ranges are that step's, which is whole."""
+    made, backend = session(tmp_path, **{"skip-first": 1, "active": 5})
+    steps(made, 3)
+    made.steps += 1  # step 4 ended; the session has not acted on its boundary yet
+    made._close_window(complete=False, cause="size_cap", limit_mb=1, grown_mb=2)
+    assert not [call for call in backend.calls if call[0] == "unfinished"]
+
+
+def test_a_profiler_without_a_counter_names_the_unfinished_step_by_its_own_count(tmp_path):
+    made, backend = session(tmp_path, **{"skip-first": 1, "active": 5})
+    backend.build = lambda **kw: Recorder(backend.calls, kw["window"], kw["on_trace_ready"])  # steps_from stays 0
+    steps(made, 4)
+    made.flush("the end of the process")
+    assert ("unfinished", "ProfilerStep#3", "iteration#5") in backend.calls
+    assert made.results[0]["profiler_steps_from"] == 0
 
 
 def test_a_taken_back_step_leaves_the_count_one_lower(tmp_path):

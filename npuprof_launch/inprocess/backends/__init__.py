@@ -25,10 +25,22 @@ class Backend(Protocol):
     name: str
     #: Its windows get an aftercare process (aftercare.py: summary, compression, moves).
     aftercare: bool
+    #: The ``ProfilerStep#`` number of the last built window's first step: the job's number of
+    #: that step (``window.first``), so that msprof-analyze, HTA and Perfetto, which key steps by
+    #: ``ProfilerStep#N``, see the job's steps; 0 where the installed profiler has no counter that
+    #: can be set (then each window numbers its steps from 0, as the profiler does by itself).
+    steps_from: int
 
     def build(self, *, config, window, on_trace_ready, output_dir: str, worker: str) -> Profiler:
         """The profiler of one window (``window.warmup`` traced steps, then ``window.active``
-        recorded ones; its last ``step()`` saves it through ``on_trace_ready``)."""
+        recorded ones; its last ``step()`` saves it through ``on_trace_ready``), its steps
+        numbered from ``steps_from``."""
+
+    def stop(self, prof, *, unfinished: tuple[str, ...] = ()) -> None:
+        """Stop ``prof`` (saving its window if it records). ``unfinished``: the names of the ranges
+        of a step that was under way when the window was cut short (``ProfilerStep#N``,
+        ``iteration#N``): the process never finished that step, so the saved trace must not
+        show it as one."""
 
     def export(self, prof, output_dir: str, worker: str) -> list[str]:
         """Write one window; the paths written."""

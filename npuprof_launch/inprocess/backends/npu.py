@@ -372,6 +372,8 @@ class NpuBackend:
         self.note_profiler = note_profiler or (lambda kind, text: note_warning(f"torch_npu logged: {text}"))
         self._handler = None
         self._reported: set[str] = set()
+        #: The ``ProfilerStep#`` number of the last built window's first step (backends.Backend).
+        self.steps_from = 0
 
     def build(self, *, config, window, on_trace_ready, output_dir: str, worker: str):
         """Create the trace handler first: calling torch_npu's factory sets the process-wide output
@@ -401,12 +403,37 @@ class NpuBackend:
                 "experimental_config": api._ExperimentalConfig(**resolve(chosen.experimental, api)),
                 "on_trace_ready": on_trace_ready,
             }
-            return api.profile(
+            prof = api.profile(
                 **{
                     key: made[value.what] if isinstance(value, Built) else resolve(value, api)
                     for key, value in chosen.profile.items()
                 }
             )
+        self.steps_from = count_from(prof, window.first)
+        return prof
+
+    def stop(self, prof, *, unfinished: tuple[str, ...] = ()) -> None:
+        """Stop the window; ``unfinished`` (a window cut short) says a step is under way, whose
+        ``ProfilerStep#`` range must not be reported.
+
+        torch_npu reports a range when it ends, and only while its profiler runs (the exit
+        callback of csrc/profiler/npu_profiler.cpp returns when the profiler state is gone), and
+        its ``stop()`` ends the open step range only when ``step_rec_fn`` is set (every release
+        read, tests/test_npu_contract.py). So the range is put aside for the stop and ended after
+        it: it is never reported, and the teardown under it stays in the trace, in no step. Its
+        msTX range (2.14) ends after the stop too."""
+        held = getattr(prof, STEP_RANGE, None) if unfinished else None
+        if held is not None:
+            setattr(prof, STEP_RANGE, None)
+        try:
+            prof.stop()
+        finally:
+            if held is not None:
+                with contextlib.suppress(Exception):  # the window is saved: nothing left to lose
+                    held.__exit__(None, None, None)
+                    end_mstx = getattr(prof, "_end_step_mstx_range", None)
+                    if callable(end_mstx):
+                        end_mstx()
 
     def export(self, prof, output_dir: str, worker: str) -> list[str]:
         """Hand the window to torch_npu's handler (which parses it, unless --no-analyse) and report
@@ -415,6 +442,30 @@ class NpuBackend:
         new = sorted(_session_dirs(output_dir, worker) - self._reported)
         self._reported.update(new)
         return [os.path.join(output_dir, name) for name in new]
+
+
+#: The attributes of torch_npu's ``profile`` that name its steps (``"ProfilerStep#" +
+#: str(step_num + _step_num_offset)`` in ``start()`` and ``step()``) and hold the open step range.
+#: The offset came in 2.6.0 (for the dynamic profiler's restarts; 2.1.0.post8 to 2.5.1 lack it)
+#: and only names steps: the schedule still reads ``step_num``. tests/test_npu_contract.py checks
+#: each release read.
+STEP_OFFSET = "_step_num_offset"
+STEP_RANGE = "step_rec_fn"
+
+
+def count_from(prof, first: int) -> int:
+    """Name ``prof``'s steps by the job's numbers, its first ``first``; the first number it will
+    write: ``first``, or 0 where the release has no offset to set (its steps are then numbered
+    from 0 in each window, as torch_npu does by itself). The offset is set as an attribute, not
+    with ``_set_step_num_offset_for_dynamic_prof``, which also marks the profiler as the dynamic
+    profiler's (2.14 then records no msTX range per step)."""
+    if first <= 0 or not isinstance(getattr(prof, STEP_OFFSET, None), int) or getattr(prof, STEP_RANGE, None):
+        return 0
+    try:
+        setattr(prof, STEP_OFFSET, first)
+    except Exception:  # noqa: BLE001 - an offset that cannot be set: torch_npu's own numbering
+        return 0
+    return first
 
 
 #: Where torch_npu's profiler prints its messages, the same in every release checked (2.1.0.post8 to

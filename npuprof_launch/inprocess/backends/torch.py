@@ -12,6 +12,7 @@ own, from another thread) is written back to stderr as it was.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sys
@@ -210,6 +211,9 @@ class TorchBackend:
         self.note_warning = note_warning
         #: note_profiler(kind, text): a warning or error the profiler itself logged.
         self.note_profiler = note_profiler or (lambda kind, text: note_warning(f"the profiler logged: {text}"))
+        #: The ``ProfilerStep#`` number of the last built window's first step (backends.Backend).
+        self.steps_from = 0
+        self._unfinished: tuple[str, ...] = ()
 
     def activities(self, config, profiler_module, cuda_available: bool) -> list:
         activity = profiler_module.ProfilerActivity
@@ -248,9 +252,10 @@ class TorchBackend:
             schedule = profiler_module.schedule(
                 wait=0, warmup=window.warmup, active=window.active, repeat=1, skip_first=0
             )
-        return quiet_profile_class(profiler_module, self.note_profiler)(
+        numbered = JobSteps(schedule)
+        prof = quiet_profile_class(profiler_module, self.note_profiler)(
             activities=self.activities(config, profiler_module, torch.cuda.is_available()),
-            schedule=schedule,
+            schedule=numbered,
             on_trace_ready=on_trace_ready,
             record_shapes=config.record_shapes,
             profile_memory=config.profile_memory,
@@ -258,6 +263,20 @@ class TorchBackend:
             with_flops=config.with_flops,
             with_modules=config.with_modules,
         )
+        self.steps_from = numbered.count_from(prof, window.first) if names_by_count(profiler_module.profile) else 0
+        return prof
+
+    def stop(self, prof, *, unfinished: tuple[str, ...] = ()) -> None:
+        """Stop the window; ``unfinished`` names the ranges of a step under way (a window cut
+        short). Kineto keeps a range still open when it stops, ended at the stop (whether torch
+        exits it first or not), so the export takes them out of the file instead; the open step
+        range's own name goes with them (torch 2.1 names it by its count before the step)."""
+        own = getattr(getattr(prof, "step_rec_fn", None), "name", None) if unfinished else None
+        self._unfinished = unfinished + ((own,) if isinstance(own, str) and own not in unfinished else ())
+        try:
+            prof.stop()
+        finally:
+            self._unfinished = ()
 
     def export(self, prof, output_dir: str, worker: str) -> list[str]:
         """Write one window as a Chrome trace named like tensorboard_trace_handler's files."""
@@ -273,8 +292,83 @@ class TorchBackend:
         except BaseException:
             _remove_partial(path)
             raise
+        if self._unfinished:
+            try:
+                drop_events(path, self._unfinished)
+            except Exception as exc:  # noqa: BLE001 - the trace as torch wrote it is still a trace
+                _remove_partial(path + ".tmp")
+                self.note_warning(
+                    f"could not take the unfinished step ({', '.join(self._unfinished)}) out of {path}: {exc}"
+                )
         files.restrict(path)
         return [path]
+
+
+class JobSteps:
+    """torch's schedule, asked with the job's step numbers once ``count_from`` has set the
+    profiler's counter.
+
+    torch.profiler.profile names each step ``ProfilerStep#{step_num}`` (in ``start()`` and after
+    each ``step()``), and ``step_num`` also feeds the schedule (``step()`` asks it for
+    ``step_num + 1``); it starts at 0 and is a plain attribute in every release read (2.1 to
+    2.14, tests/test_torch_contract.py). So the window's first step is set as the counter before
+    ``start()``, and this schedule takes it back off, so the window's own schedule still sees 0, 1,
+    2, ... The profile's constructor asks the schedule for step 0 before the counter is set, which
+    is the window's step 0 either way.
+    """
+
+    def __init__(self, schedule) -> None:
+        self.schedule = schedule
+        self.first = 0
+
+    def __call__(self, step: int):
+        return self.schedule(max(step - self.first, 0))
+
+    def count_from(self, prof, first: int) -> int:
+        """Number ``prof``'s steps from ``first`` (the job's number of its first step); the first
+        number it will write: ``first``, or 0 where this torch has no counter that can be set
+        before the start (then its steps are numbered from 0 in each window, as before)."""
+        if first <= 0 or getattr(prof, "step_num", None) != 0 or getattr(prof, "step_rec_fn", None) is not None:
+            return 0
+        try:
+            prof.step_num = first
+        except Exception:  # noqa: BLE001 - a counter that cannot be set: torch's own numbering
+            return 0
+        self.first = first
+        return first
+
+
+#: The local of torch 2.1's ``profile.step()`` that names the step it opens by the count before
+#: its increment (its first two steps are both ProfilerStep#0; 2.4 names it by the new count).
+OLD_COUNT_NAME = "cur_step"
+
+
+def names_by_count(profile_class) -> bool:
+    """Whether ``profile.step()`` names the step it opens ``ProfilerStep#{step_num}`` after counting
+    it. On torch 2.1 a counter set to the job's step 3 would name steps 3, 3, 4: there torch's own
+    numbering stays (0, 0, 1), and the record says so."""
+    code = getattr(getattr(profile_class, "step", None), "__code__", None)
+    return code is not None and OLD_COUNT_NAME not in code.co_varnames
+
+
+def drop_events(path: str, names: tuple[str, ...]) -> None:
+    """Take the events called ``names`` out of a Chrome trace (on CUDA, torch repeats each
+    ``ProfilerStep#`` on the GPU's timeline: both go). The rest of the trace stays as it is: the
+    work under the dropped ranges (a teardown after the last step) stays, belonging to no step."""
+    wanted = set(names)
+    with open(path, encoding="utf-8") as stream:
+        trace = json.load(stream)
+    events = trace.get("traceEvents") if isinstance(trace, dict) else None
+    if not isinstance(events, list):
+        return
+    kept = [event for event in events if not (isinstance(event, dict) and event.get("name") in wanted)]
+    if len(kept) == len(events):
+        return
+    trace["traceEvents"] = kept
+    part = path + ".tmp"
+    with open(part, "w", encoding="utf-8") as stream:
+        json.dump(trace, stream)
+    os.replace(part, path)
 
 
 def _remove_partial(path: str) -> None:

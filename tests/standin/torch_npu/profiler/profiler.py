@@ -90,6 +90,20 @@ else:
         """Offline parsing: recorded only; the stand-in parses nothing."""
 
 
+class _StepRange:
+    """The ``ProfilerStep#N`` record_function of a step: the real profiler reports a range when it
+    ends, and only while it records (csrc/profiler/npu_profiler.cpp: the exit callback returns
+    once the profiler has stopped), so a range that ends after ``stop()`` is never seen."""
+
+    def __init__(self, prof, number: int) -> None:
+        self.prof = prof
+        self.name = f"ProfilerStep#{number}"
+
+    def __exit__(self, *exc) -> None:
+        if not self.prof.stopped and self.prof.current_action in (RECORD, SAVE):
+            self.prof._window.append(self.name)
+
+
 class profile:
     if __version__ == "2.4.0":
 
@@ -132,33 +146,43 @@ class profile:
             self._init(schedule, on_trace_ready)
 
     def _init(self, schedule, on_trace_ready) -> None:
+        self.record_steps = callable(schedule)
         self.schedule = schedule if callable(schedule) else _default_schedule_fn
         self.on_trace_ready = on_trace_ready if callable(on_trace_ready) else None
         self.step_num = 0
         self.current_action = self.schedule(self.step_num)
+        if __version__ != "2.4.0":  # 2.6.0 and later name steps step_num + this offset
+            self._step_num_offset = 0
+        self.step_rec_fn: Optional[_StepRange] = None
         self.stopped = False
         self._window: list[str] = []
+
+    def _open_step(self) -> None:
+        if self.record_steps:
+            self.step_rec_fn = _StepRange(self, self.step_num + getattr(self, "_step_num_offset", 0))
 
     def start(self) -> None:
         self.stopped = False
         _recorder.record("start", step_num=self.step_num, action=self.current_action)
         self._transit(NONE, self.current_action)
+        self._open_step()
 
     def step(self) -> None:
         if self.stopped:
             _recorder.record("step_after_stop", step_num=self.step_num)
             return
+        if self.record_steps and self.step_rec_fn:
+            self.step_rec_fn.__exit__(None, None, None)
         prev_action = self.current_action
-        if prev_action in (RECORD, SAVE):
-            self._window.append(f"ProfilerStep#{self.step_num}")
         self.step_num += 1
         self.current_action = self.schedule(self.step_num)
         _recorder.record("step", step_num=self.step_num, previous=prev_action, action=self.current_action)
         self._transit(prev_action, self.current_action)
+        self._open_step()
 
     def stop(self) -> None:
-        if self.current_action in (RECORD, SAVE):
-            self._window.append(f"ProfilerStep#{self.step_num}")
+        if self.record_steps and self.step_rec_fn:
+            self.step_rec_fn.__exit__(None, None, None)
         _recorder.record("stop", step_num=self.step_num, action=self.current_action)
         self._transit(self.current_action, None)
         self.stopped = True
