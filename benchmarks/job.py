@@ -128,14 +128,14 @@ class HangWatchSwitch(StepTimesSwitch):
         from npuprof_launch.inprocess import hangwatch
 
         self._watch = hangwatch.watch_for(self._session._status_path, None)
-        self._session.hang = self._watch
+        self._session.hang.watch = self._watch
 
     def attach(self, on: bool) -> None:
-        self._session.hang = self._watch if on else False
+        self._session.hang.watch = self._watch if on else False
 
     def restore(self) -> None:
         self._watch.disarm()
-        self._session.hang = False
+        self._session.hang.watch = False
 
 
 def train_step_factory(device: str = "cpu"):

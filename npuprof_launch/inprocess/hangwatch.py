@@ -26,6 +26,7 @@ import faulthandler
 import operator
 import os
 import threading
+import time
 
 from npuprof_launch.common import stalls
 
@@ -65,7 +66,9 @@ class HangWatch:
             self.stand_down()
             return
         if self._file is None:
-            self._file = open(self.path, "a", encoding="utf-8")  # kept open: faulthandler writes to its fd
+            # Kept open (faulthandler writes to its fd); created 0o664 less the umask, as every output.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o664)
+            self._file = os.fdopen(fd, "a", encoding="utf-8")
         self.threshold_s = self.threshold(step_s)
         self._timeout_s = self.threshold_s + max(interval_s, 1.0)
         _real_later(self._timeout_s, repeat=True, file=self._file)
@@ -97,6 +100,52 @@ class HangWatch:
     def record(self, output_dir: str) -> dict:
         """The record's ``hang_watch``: where the stacks go, the threshold, the main thread's id."""
         return {"stacks": self.relative_to(output_dir), "after_s": self.threshold_s, "main_thread": self.main_thread}
+
+
+class Pauses:
+    """One session's side of the watch: it makes the process's watch at its first checkpoint, arms
+    it at each, and notes the pauses that ended (a gap between steps past the threshold, with the
+    number of stack dumps written by then), and one before the process ends well."""
+
+    def __init__(self, status_file: str, hang_after: float | None) -> None:
+        self._status_file = status_file
+        self._hang_after = hang_after
+        #: The process's HangWatch; None until the first checkpoint, False when off.
+        self.watch: HangWatch | None | bool = None
+        #: {"step" (the last step before it), "seconds", "dumps", "at_end" (then the process ended)}.
+        self.found: list[dict] = []
+        self._checkpoint_time: float | None = None
+
+    def at_checkpoint(self, times: list[float], steps: int, now: float) -> None:
+        """A gap between the steps since the last checkpoint longer than the threshold was a pause that
+        ended: note it before the watch is armed again. ``times``: the readings since then."""
+        if self.watch is None:
+            self.watch = watch_for(self._status_file, self._hang_after) or False
+        last, self._checkpoint_time = self._checkpoint_time, now
+        threshold = self.watch.threshold_s if self.watch else None
+        if threshold is None or last is None or now - last <= threshold:
+            return
+        index, gap = longest_gap(times)
+        if gap > threshold:
+            step = steps - (len(times) - 1 - index)
+            self.found.append({"step": step - 1, "seconds": round(gap, 1), "dumps": self.watch.dumps()})
+
+    def arm(self, step_s: float | None, interval_s: float) -> None:
+        if self.watch:
+            self.watch.arm(step_s, interval_s)
+
+    def at_end(self, times: list[float], steps: int, ended_well: bool) -> None:
+        """A process that stopped stepping and then ended well by itself paused at its end (a last
+        evaluation, a save); one stopped by a signal, an error or a kill stays stuck in the report."""
+        if not self.watch:
+            return
+        self.watch.disarm()
+        idle = time.perf_counter() - times[-1] if times else 0.0
+        if ended_well and self.watch.threshold_s and idle > self.watch.threshold_s:
+            self.found.append({"step": steps, "seconds": round(idle, 1), "dumps": self.watch.dumps(), "at_end": True})
+
+    def record(self, output_dir: str) -> dict | None:
+        return self.watch.record(output_dir) if self.watch else None
 
 
 def longest_gap(times: list[float]) -> tuple[int, float]:

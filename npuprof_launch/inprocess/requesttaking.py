@@ -35,3 +35,40 @@ def window_for(request: dict, first: int, note_warning) -> Window:
     elif request.get("align"):
         first = aligned_start(first, request["align"])
     return on_demand_window(first, wait=request["wait"], warmup=request["warmup"], active=request["active"])
+
+
+class Requests:
+    """The requests one session takes: the folder's watcher, the ids taken, and why each window a
+    request opened was asked for (``reason``: --on-slowdown's slowdown), kept by window."""
+
+    def __init__(self, output_dir: str, rank: int | None, since_ns: int, note_warning) -> None:
+        from npuprof_launch.common import ondemand
+
+        self.watcher = ondemand.RequestWatcher(output_dir, rank, since_ns, note_warning)
+        self.since_ns = since_ns
+        self.interval_s = self.watcher.interval_s
+        self.ids: list[str] = []
+        self._note_warning = note_warning
+        self._reasons: dict[int, str] = {}
+        self._windows: list[Window] = []  # kept alive, so that no id is reused while its reason is held
+
+    def take(self, first: int) -> Window | None:
+        """The window of the next request for this process, from step ``first`` on, or None."""
+        request = poll(self.watcher, self._note_warning)
+        if request is None:
+            return None
+        self.ids.append(request["id"])
+        window = window_for(request, first, self._note_warning)
+        if request.get("reason"):
+            self._reasons[id(window)] = request["reason"]
+            self._windows.append(window)
+        return window
+
+    def moved(self, window: Window, to: Window) -> None:
+        """A window that started late is ``to`` now: its reason goes with it."""
+        if id(window) in self._reasons:
+            self._reasons[id(to)] = self._reasons.pop(id(window))
+            self._windows.append(to)
+
+    def reason_of(self, window: Window) -> str | None:
+        return self._reasons.get(id(window))

@@ -26,8 +26,8 @@ Every failure of the profiler (build, start, step, stop, export) is caught here:
 What decides nothing at a step lives beside the session, a module for each job: opening it from
 the environment (opensession.py), the step times and their file (steptiming.py), the record's
 fields (sessionrecord.py), the windows' aftercare processes (aftercarejobs.py), on-demand requests
-(requesttaking.py), --max-window-mb (memoryguard.py), how the process ended (endreason.py). What
-runs at a step stays here, together: ``step_ended`` down to ``_act``.
+(requesttaking.py), --max-window-mb (memoryguard.py), the end (endreason.py), hangs (hangwatch.py),
+what it says and keeps (sessionnotes.py). What runs at a step stays here: ``step_ended`` to ``_act``.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from npuprof_launch.inprocess import (
     steptiming,
 )
 from npuprof_launch.inprocess.aftercarejobs import AftercareJobs
+from npuprof_launch.inprocess.sessionnotes import SessionNotes
 
 #: Seconds between two writes of the record (and of the step times) while the job steps.
 CHECKPOINT_S = 5.0
@@ -59,7 +60,7 @@ ITERATION_LABEL = "iteration"
 AFTERCARE_WAIT_S = 120.0
 
 
-class Session:
+class Session(SessionNotes):
     """One process's (or stage's) profiling. Built by ``opensession.open_session``."""
 
     def __init__(
@@ -90,7 +91,7 @@ class Session:
         self.worker = names.worker_name(rank, environ=environ)
         self._lifecycle = lifecycle
         self._points = points
-        self._say = say
+        SessionNotes.__init__(self, say)
         self.run_id = environ.get(names.RUN_ID_VAR, "")
         self._pid = os.getpid()
         self.started_ns = time.time_ns()
@@ -116,11 +117,8 @@ class Session:
         self.call_at = 0
         self._checkpoint_at = 1
         self._poll_at = 1
-        #: The process's hang watch (hangwatch.py), armed at checkpoints; False when off. The pauses
-        #: it saw end: {"step", "seconds", "dumps"} (the stack dumps written by then).
-        self.hang: hangwatch.HangWatch | None | bool = None
-        self._checkpoint_time: float | None = None
-        self.pauses: list[dict] = []
+        #: The process's hang watch, armed at checkpoints, and the pauses it saw (hangwatch.py).
+        self.hang = hangwatch.Pauses(self._status_path, config.hang_after)
 
         self._windows = list(self.schedule.windows()) if not config.on_demand else []
         self._next = 0
@@ -135,19 +133,12 @@ class Session:
         self.traces: list[str] = []
         self.windows_completed = 0
         self.partial_traces = 0
-        self.warnings: list[str] = []
-        #: What happened, as data (outcomes.py): the report decides on these, never on the sentences.
-        self.outcomes: list[dict] = []
-        self.errors: list[str] = []
         self.declined: str | None = None
         self.requests: list[str] = []
         self.ended: str | None = None
         self.step_stats: dict | None = None
-        #: How many errors and warnings the profiler itself logged.
-        self.profiler_messages: dict[str, int] = {}
-        self._watcher = None
-        #: Why a requested window opened, by the window (the request's reason, --on-slowdown's).
-        self._reasons: dict[int, str] = {}
+        #: The on-demand requests this session takes (requesttaking.Requests), or None.
+        self._watcher: requesttaking.Requests | None = None
         #: The aftercare processes of the windows saved so far (aftercarejobs.py).
         self._aftercare = AftercareJobs(self._status_path, output_dir, self._stage_root, self.note_warning)
         #: This process's resident memory when the open window began (--max-window-mb).
@@ -187,9 +178,7 @@ class Session:
         self.warnings.append(f"this process re-executed itself after step {steps}: counting went on from there")
 
     def start_watching_requests(self, since_ns: int) -> None:
-        from npuprof_launch.common import ondemand
-
-        self._watcher = ondemand.RequestWatcher(self.output_dir, self.rank, since_ns, self.note_warning)
+        self._watcher = requesttaking.Requests(self.output_dir, self.rank, since_ns, self.note_warning)
 
     # -- the per-step path: a boundary ends, the schedule answers -----------------------------
 
@@ -299,27 +288,6 @@ class Session:
                 "step boundaries before it were one early"
             )
 
-    def note_warning(self, message: str) -> None:
-        if message not in self.warnings:
-            self.warnings.append(message)
-            self._say(message)
-
-    def note_outcome(self, kind: str, step: int | None, **fields) -> None:
-        """Record an outcome (outcomes.py) and say its sentence, once."""
-        outcome = outcomes.make(kind, step, **fields)
-        if outcomes.sentence(outcome) not in self.warnings:
-            self.outcomes.append(outcome)
-            self.note_warning(outcomes.sentence(outcome))
-
-    def note_profiler(self, kind: str, text: str) -> None:
-        """What the profiler itself logged: its errors fail --check, its warnings are told."""
-        counts = self.profiler_messages
-        counts[kind] = counts.get(kind, 0) + 1
-        if kind == "error":
-            self._note_error_once(f"the profiler logged an error: {text}")
-        else:
-            self.note_warning(f"the profiler logged a warning: {text}")
-
     # -- a window's profiler ----------------------------------------------------------------
 
     def _open_window(self, window: Window) -> bool:
@@ -336,8 +304,8 @@ class Session:
                 last=moved.last,
                 why=self._late_reason(),
             )
-            if id(window) in self._reasons:
-                self._reasons[id(moved)] = self._reasons.pop(id(window))
+            if self._watcher is not None:
+                self._watcher.moved(window, moved)
             window = moved
             self._windows[self._next] = window
         holder = self._lifecycle.slot.claim(self)
@@ -374,8 +342,9 @@ class Session:
             {"first_step": window.first_recorded, "last_step": window.last, "complete": False, "traces": []}
         )
         self.results[-1]["profiler_steps_from"] = self.backend.steps_from  # backends.Backend.steps_from
-        if id(window) in self._reasons:  # why a request opened it (--on-slowdown)
-            self.results[-1]["reason"] = self._reasons.pop(id(window))
+        reason = self._watcher.reason_of(window) if self._watcher is not None else None
+        if reason:  # why a request opened it (--on-slowdown)
+            self.results[-1]["reason"] = reason
         self._window_rss = memoryguard.rss_bytes() if self.config.max_window_mb else None
         coexist.claim(self.profiler, self._yield_to_job_profiler)
         if not self._guard("start", self.profiler.start):
@@ -559,25 +528,13 @@ class Session:
             self.outcomes.append(uncaught)
             self.warnings.append(outcomes.sentence(uncaught))
         self.flush(cause)
-        self._end_hang_watch(how == record.ENDED_EXIT and cause == "exit" and uncaught is None)
+        self.hang.at_end(self.times, self.steps, how == record.ENDED_EXIT and cause == "exit" and uncaught is None)
         self.ended = how
         self.step_times_file.write(self.times, self.config.step_times)
         if self.step_times_file.written:
             self.step_stats = self.step_times_file.stats(self.results, self.steps, self.config.warmup)
         self._aftercare.wait(AFTERCARE_WAIT_S, self.steps)
         self.write_safely()
-
-    def _end_hang_watch(self, ended_well: bool) -> None:
-        """A process that stopped stepping and then ended well by itself paused at its end (a final
-        evaluation, a save); one stopped by a signal, an error or a kill stays stuck in the report."""
-        if not self.hang:
-            return
-        self.hang.disarm()
-        idle = time.perf_counter() - self.times[-1] if self.times else 0.0
-        if ended_well and self.hang.threshold_s and idle > self.hang.threshold_s:
-            self.pauses.append(
-                {"step": self.steps, "seconds": round(idle, 1), "dumps": self.hang.dumps(), "at_end": True}
-            )
 
     def resume(self) -> None:
         self.ended = None
@@ -604,44 +561,26 @@ class Session:
         if self.steps >= self._checkpoint_at:
             if self._aftercare:
                 self._aftercare.note_ended(self.steps)
-            self._watch_for_hangs(now, step_s)
+            self.hang.at_checkpoint(self.times, self.steps, now)
             self.step_times_file.write(self.times, self.config.step_times)
             self.write_safely()
             # Doubling at first (steps 1, 2, 4, 8, ...): a short run killed without its exit
             # handlers (Ray ends its workers with ray.kill) still leaves a count near the truth.
             self._checkpoint_at = self.steps + min(self.steps, steptiming.steps_in(CHECKPOINT_S, step_s))
-            if self.hang:
-                self.hang.arm(step_s, (self._checkpoint_at - self.steps) * (step_s or CHECKPOINT_S))
-
-    def _watch_for_hangs(self, now: float, step_s: float | None) -> None:
-        """At a checkpoint: a gap between steps longer than the hang threshold was a pause that
-        ended; note it (with the dumps written by then) before the watch is armed again."""
-        if self.hang is None:
-            self.hang = hangwatch.watch_for(self._status_path, self.config.hang_after) or False
-        last, self._checkpoint_time = self._checkpoint_time, now
-        threshold = self.hang.threshold_s if self.hang else None
-        if threshold is None or last is None or now - last <= threshold:
-            return
-        index, gap = hangwatch.longest_gap(self.times)
-        if gap > threshold:
-            step = self.steps - (len(self.times) - 1 - index)
-            self.pauses.append({"step": step - 1, "seconds": round(gap, 1), "dumps": self.hang.dumps()})
+            self.hang.arm(step_s, (self._checkpoint_at - self.steps) * (step_s or CHECKPOINT_S))
 
     def _take_request(self) -> None:
-        """On-demand: a new request for this process opens a window at the next step."""
+        """On-demand: a new request for this process opens a window at the next step, among the
+        windows still to come in step order (a scheduled one may come after it)."""
         noted = len(self.warnings)
-        request = requesttaking.poll(self._watcher, self.note_warning)
-        if request is None:
+        window = self._watcher.take(self.steps + 1)
+        if window is None:
             if len(self.warnings) != noted:  # a refused request: say so where --trigger and --check look
                 self.write_safely()
             return
-        self.requests.append(request["id"])
-        window = requesttaking.window_for(request, self.steps + 1, self.note_warning)
-        # Among the windows still to come, in step order: a scheduled one may come after it.
+        self.requests.append(self._watcher.ids[-1])
         at = next((i for i in range(self._next, len(self._windows)) if self._windows[i].first > window.first), None)
         self._windows.insert(len(self._windows) if at is None else at, window)
-        if request.get("reason"):
-            self._reasons[id(window)] = request["reason"]
         if self.state == State.DONE:
             self.state = State.WAITING
         self.write_safely()
@@ -659,8 +598,3 @@ class Session:
             record.write(self._status_path, self.to_record())
         except Exception as exc:  # noqa: BLE001 - a full disk or a removed directory must not break the job
             self._note_error_once(f"could not write the status record {self._status_path}: {exc}")
-
-    def _note_error_once(self, message: str) -> None:
-        if message not in self.errors:
-            self.errors.append(message)
-            self._say(message)

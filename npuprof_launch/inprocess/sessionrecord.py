@@ -71,6 +71,6 @@ def to_record(session) -> dict:
         "started_ns": session.started_ns,
         "updated_ns": time.time_ns(),
         "ended": session.ended,
-        "hang_watch": session.hang.record(session.output_dir) if session.hang else None,
-        "pauses": [dict(pause) for pause in session.pauses],
+        "hang_watch": session.hang.record(session.output_dir),
+        "pauses": [dict(pause) for pause in session.hang.found],
     }

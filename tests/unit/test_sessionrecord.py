@@ -92,8 +92,7 @@ def standin(**fields) -> types.SimpleNamespace:
         "profiler_messages": {"error": 1},
         "started_ns": 5,
         "ended": "exit",
-        "hang": False,
-        "pauses": [],
+        "hang": types.SimpleNamespace(record=lambda output_dir: None, found=[]),
     }
     values.update(fields)
     return types.SimpleNamespace(**values)

@@ -1,0 +1,49 @@
+"""What a session says and keeps of what happened: its warnings, outcomes, errors and the profiler's
+own messages, each said once on the ``npuprof:`` voice and kept for the status record.
+
+A part of Session (session.py) in a module of its own: the clocks, the backends and the parts
+beside the session call these to tell it something, and nothing here decides a step.
+"""
+
+from __future__ import annotations
+
+from npuprof_launch.common import outcomes
+
+
+class SessionNotes:
+    """The notes of a session; Session inherits them, so its record and callers read them as before."""
+
+    def __init__(self, say) -> None:
+        self._say = say
+        self.warnings: list[str] = []
+        #: What happened, as data (outcomes.py): the report decides on these, never on the sentences.
+        self.outcomes: list[dict] = []
+        self.errors: list[str] = []
+        #: How many errors and warnings the profiler itself logged.
+        self.profiler_messages: dict[str, int] = {}
+
+    def note_warning(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+            self._say(message)
+
+    def note_outcome(self, kind: str, step: int | None, **fields) -> None:
+        """Record an outcome (outcomes.py) and say its sentence, once."""
+        outcome = outcomes.make(kind, step, **fields)
+        if outcomes.sentence(outcome) not in self.warnings:
+            self.outcomes.append(outcome)
+            self.note_warning(outcomes.sentence(outcome))
+
+    def note_profiler(self, kind: str, text: str) -> None:
+        """What the profiler itself logged: its errors fail --check, its warnings are told."""
+        counts = self.profiler_messages
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind == "error":
+            self._note_error_once(f"the profiler logged an error: {text}")
+        else:
+            self.note_warning(f"the profiler logged a warning: {text}")
+
+    def _note_error_once(self, message: str) -> None:
+        if message not in self.errors:
+            self.errors.append(message)
+            self._say(message)
