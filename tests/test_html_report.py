@@ -108,9 +108,11 @@ def _assert_self_contained(text: str) -> None:
 def stragglers(tmp_path_factory) -> dict:
     out = str(tmp_path_factory.mktemp("html") / "out")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    # Rank 1 sleeps 100 ms a step (the example's 30 ms is within a busy machine's noise in a 3-step window).
+    # Rank 1 sleeps 200 ms a step and rank 0 stalls 1.5 s once: clear of what a suite of 3 workers on
+    # 2 cores does to a 3-step window and to the steps beside a window's aftercare (at 100 ms and
+    # 0.6 s, now and then neither was told, rightly, on the evidence).
     command += [os.path.join(ROOT, "examples", "stragglers.py"), "--slow-rank", "1", "--stall-rank", "0"]
-    command += ["--slow-s", "0.1", "--stall-s", "0.6"]
+    command += ["--slow-s", "0.2", "--stall-s", "1.5"]
     assert_ok(npuprof(["--output-dir", out, "--skip-first", "2", "--active", "3", "--", *command]))
     return report.build(out)
 
