@@ -166,7 +166,9 @@ def _groups(processes: list[dict]) -> list[list[dict]]:
     groups: dict[tuple, list[dict]] = {}
     for process in processes:
         if process.get("rank") is not None:
-            groups.setdefault((process.get("run_id"), process.get("attempt"), process.get("stage")), []).append(process)
+            # One run a report (a job on several nodes is one, whatever its launchers' ids): its
+            # attempts and stages apart.
+            groups.setdefault((process.get("attempt"), process.get("stage")), []).append(process)
     return [group for group in groups.values() if len(group) >= 2]
 
 

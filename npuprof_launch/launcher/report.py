@@ -50,11 +50,15 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     reported = run_id if run_id is not None else runs.chosen(listing, None)
     if run is None and reported is not None:
         run = accounts.get(reported)
-    records = [r for r in every_record if reported is None or "unreadable" in r or (r.get("run_id") or "") == reported]
+    together = runs.joined(listing, reported)  # a job on several nodes: one launcher, one run id a node
+    records = [r for r in every_record if reported is None or "unreadable" in r or (r.get("run_id") or "") in together]
     weight = _trace_bytes(output_dir, records)
     if deep is None:
         deep = weight <= DEEP_BYTES
-    log = processlog.read(output_dir, reported)
+    if reported is None:
+        log = processlog.read(output_dir)
+    else:
+        log = [line for run_id in sorted(together) for line in processlog.read(output_dir, run_id)]
     problems: list[tuple[int | None, str]] = []
     findings: list[str] = []
     processes, excluded, declined, replaced = [], [], [], []
@@ -139,7 +143,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         "left_out": _left_out(excluded),
         "run": run,
         "run_id": reported,
-        "runs": [dict(item, reported=item["run_id"] == reported) for item in listing],
+        "runs": [dict(item, reported=item["run_id"] in together) for item in listing],
         "output_dir": output_dir,
     }
 

@@ -10,6 +10,9 @@ empty run id: together they are one unnamed run.
 
 Within a run, a torchelastic restart starts the workers again under the same run id: each
 attempt is its own, and its processes are never compared with another attempt's.
+
+A job on several nodes runs one launcher a node, each with its own run id: runs that ran at the
+same time, with the same command, on different hosts are one job (``joined``), reported together.
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ def listed(records: list[dict], accounts: dict[str, dict], log: list[dict], outp
 
     def entry(run_id: str) -> dict:
         return found.setdefault(
-            run_id, {"run_id": run_id, "command": None, "started_ns": 0, "last_ns": 0, "processes": 0, "attempts": []}
+            run_id,
+            {"run_id": run_id, "command": None, "started_ns": 0, "last_ns": 0, "processes": 0}
+            | {"attempts": [], "hosts": []},
         )
 
     for run_id, account in accounts.items():
@@ -69,6 +74,8 @@ def listed(records: list[dict], accounts: dict[str, dict], log: list[dict], outp
         attempt = attempt_of(record)
         if attempt not in item["attempts"]:
             item["attempts"].append(attempt)
+        if record.get("host") and record["host"] not in item["hosts"]:
+            item["hosts"].append(record["host"])
     for line in log:
         entry(line.get("run_id") or "")
     for item in found.values():
@@ -82,6 +89,23 @@ def chosen(runs: list[dict], run_id: str | None) -> str | None:
     if run_id is not None:
         return run_id if any(item["run_id"] == run_id for item in runs) else None
     return runs[-1]["run_id"] if runs else None
+
+
+def joined(runs: list[dict], run_id: str | None) -> set[str]:
+    """The runs reported with ``run_id``: itself, and the runs of the same job on other nodes (one
+    launcher a node): the same command, at the same time, on hosts of their own."""
+    mine = next((item for item in runs if item["run_id"] == run_id), None)
+    if mine is None or not run_id:
+        return {run_id} if run_id is not None else set()
+    found = {run_id}
+    for item in runs:
+        if not item["run_id"] or item["run_id"] in found or not item["hosts"] or not mine["hosts"]:
+            continue
+        same_command = item.get("command") == mine.get("command")
+        overlap = item["started_ns"] <= mine["last_ns"] and mine["started_ns"] <= item["last_ns"]
+        if same_command and overlap and not set(item["hosts"]) & set(mine["hosts"]):
+            found.add(item["run_id"])
+    return found
 
 
 def described(item: dict) -> str:
@@ -101,7 +125,7 @@ def described(item: dict) -> str:
 
 def others_text(runs: list[dict], reported: str, output_dir: str) -> str | None:
     """The line that says which other runs share the directory, and how to report one."""
-    others = [item for item in runs if item["run_id"] != reported]
+    others = [item for item in runs if not item.get("reported") and item["run_id"] != reported]
     if not others:
         return None
     shown = "; ".join(described(item) for item in reversed(others[-3:]))

@@ -105,3 +105,23 @@ def test_the_next_section_names_only_what_it_aims_at():
     assert "a window on the worst spike." in only_spike and "slow rank" not in only_spike
     only_slow = htmlsections.next_commands(_job(slow_ranks=[{"rank": 1}], suggestions=["npuprof-run -- x"]))
     assert "a window on the slow rank." in only_slow and "spike" not in only_slow
+
+
+def test_the_runs_of_one_job_on_several_nodes_are_reported_together():
+    """One launcher a node: same command, same time, hosts of their own, one job; a run before or
+    after it, or beside it on the same host, is another."""
+
+    def run(run_id, hosts, started, last, command=("torchrun", "train.py")):
+        return {"run_id": run_id, "hosts": hosts, "started_ns": started, "last_ns": last, "command": list(command)}
+
+    listing = [
+        run("a", ["nodea"], 10, 50),
+        run("b", ["nodeb"], 12, 55),
+        run("later", ["nodeb"], 60, 90),
+        run("other", ["nodec"], 11, 40, command=("python", "eval.py")),
+        run("same-host", ["nodea"], 20, 30),
+    ]
+    assert runs.joined(listing, "a") == {"a", "b"}
+    assert runs.joined(listing, "later") == {"later"}
+    assert runs.joined(listing, "other") == {"other"}
+    assert runs.joined(listing, None) == set()
