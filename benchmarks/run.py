@@ -528,16 +528,8 @@ class Bench:
         ``checkpoint_s``, far more often than they do: the figure is an upper bound, and is also
         given scaled to the real interval.
         """
-        out = self.scratch("steptimes_out")
         checkpoint_s = 0.02
-        argv = [PYTHON, JOB, "--workload", "tiny", "--device", self.device, "--steps", "10", "--block", "5000"]
-        argv += ["--rounds", "4" if self.quick else "30", "--toggle", "step-times", "--checkpoint-s", str(checkpoint_s)]
-        arms = {index: argv for index in range(1 if self.quick else 3)}
-        runs = rounds_of(arms, 1, lambda command: run_child(command, tool_env(out, skip_first=NEVER)))
-        data = [child.json() for children in runs.values() for child in children]
-        check_arm(data, "waiting")
-        cost, control = hook_cost(data)
-        real_s = data[0]["real_checkpoint_s"]
+        data, cost, control, real_s = self._checkpoint_toggle("step-times", checkpoint_s)
         step_us = median([d for r in data for d in r["detached_us"]])
         self.say(
             f"8. whole-run step times (--step-times vs --no-step-times): {cost[0]:+.3f} us per optimizer.step  "
@@ -550,6 +542,20 @@ class Bench:
             f"interval: {cost[0] * checkpoint_s / real_s:+.4f} us"
         )
 
+    def _checkpoint_toggle(self, toggle: str, checkpoint_s: float) -> tuple[list[dict], tuple, tuple, float]:
+        """Figures 8 and 10: job.py's ``--toggle`` switches a checkpoint's work on and off block by block
+        in one process, outside any window, with checkpoints every ``checkpoint_s``. Returns the
+        children's data, the cost and the control (hook_cost) and the real checkpoint interval."""
+        out = self.scratch(toggle.replace("-", "") + "_out")
+        argv = [PYTHON, JOB, "--workload", "tiny", "--device", self.device, "--steps", "10", "--block", "5000"]
+        argv += ["--rounds", "4" if self.quick else "30", "--toggle", toggle, "--checkpoint-s", str(checkpoint_s)]
+        arms = {index: argv for index in range(1 if self.quick else 3)}
+        runs = rounds_of(arms, 1, lambda command: run_child(command, tool_env(out, skip_first=NEVER)))
+        data = [child.json() for children in runs.values() for child in children]
+        check_arm(data, "waiting")
+        cost, control = hook_cost(data)
+        return data, cost, control, data[0]["real_checkpoint_s"]
+
     # -- 10. the hang watch ---------------------------------------------------------------------------
 
     def hang_watch_cost(self) -> None:
@@ -557,16 +563,8 @@ class Bench:
         re-arms faulthandler's timer at each checkpoint and does nothing at any other step, so the
         blocks make checkpoints come every ``checkpoint_s`` (an upper bound, also scaled to the real
         interval)."""
-        out = self.scratch("hangwatch_out")
         checkpoint_s = 0.02
-        argv = [PYTHON, JOB, "--workload", "tiny", "--device", self.device, "--steps", "10", "--block", "5000"]
-        argv += ["--rounds", "4" if self.quick else "30", "--toggle", "hang-watch", "--checkpoint-s", str(checkpoint_s)]
-        arms = {index: argv for index in range(1 if self.quick else 3)}
-        runs = rounds_of(arms, 1, lambda command: run_child(command, tool_env(out, skip_first=NEVER)))
-        data = [child.json() for children in runs.values() for child in children]
-        check_arm(data, "waiting")
-        cost, control = hook_cost(data)
-        real_s = data[0]["real_checkpoint_s"]
+        _, cost, control, real_s = self._checkpoint_toggle("hang-watch", checkpoint_s)
         scaled = cost[0] * checkpoint_s / real_s
         self.say(
             f"10. hang watch (on vs --hang-after 0), at the real checkpoint interval: {scaled:+.4f} us per "

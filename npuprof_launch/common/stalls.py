@@ -97,21 +97,19 @@ def _frame_text(frame) -> str:
     return f"{os.path.basename(frame[0])}:{frame[1]} in {frame[2]}"
 
 
-def read(path: str, main_thread: int | None) -> dict | None:
-    """The last dump of a stacks file, as ``{"dumps", "after_s", "where"}`` for the main thread
-    (or for the first thread listed when the main one is unknown); None when there is none."""
+def read(path: str) -> list[dict] | None:
+    """The dumps of a stacks file (``parse``), or None when it cannot be read."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            dumps = parse(handle.read())
+            return parse(handle.read())
     except OSError:
         return None
-    if not dumps or not dumps[-1]["threads"]:
-        return None
-    threads = dumps[-1]["threads"]
-    frames = threads.get(main_thread) if main_thread is not None else None
-    if frames is None:
-        frames = next(iter(threads.values()))
-    return {"dumps": len(dumps), "after_s": dumps[-1]["after_s"], "where": where(frames)}
+
+
+def main_frames(dump: dict, main_thread: int | None) -> list:
+    """A dump's frames of the main thread, or of the first thread listed when that one is unknown."""
+    threads = dump["threads"]
+    return threads.get(main_thread) or (next(iter(threads.values())) if threads else [])
 
 
 def group(stuck: list[dict]) -> list[dict]:

@@ -91,11 +91,7 @@ class HangWatch:
 
     def dumps(self) -> int:
         """How many dumps the stacks file holds (read only after a pause: rare)."""
-        try:
-            with open(self.path, encoding="utf-8", errors="replace") as handle:
-                return len(stalls.parse(handle.read()))
-        except OSError:
-            return 0
+        return len(stalls.read(self.path) or ())
 
     def record(self, output_dir: str) -> dict:
         """The record's ``hang_watch``: where the stacks go, the threshold, the main thread's id."""

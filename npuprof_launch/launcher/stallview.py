@@ -30,11 +30,8 @@ def of_process(rec: dict, output_dir: str) -> tuple[dict | None, list[dict]]:
     watch = rec.get("hang_watch") or {}
     if not watch.get("stacks"):
         return None, []
-    path = os.path.join(output_dir, watch["stacks"])
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            dumps = stalls.parse(handle.read())
-    except OSError:
+    dumps = stalls.read(os.path.join(output_dir, watch["stacks"]))
+    if dumps is None:
         return None, []
     main = watch.get("main_thread")
     base = {"rank": rec.get("rank"), "pid": rec.get("pid"), "host": rec.get("host"), "steps": rec.get("steps")}
@@ -42,7 +39,7 @@ def of_process(rec: dict, output_dir: str) -> tuple[dict | None, list[dict]]:
     for pause in rec.get("pauses") or ():
         mine = dumps[covered : pause.get("dumps", covered)]
         covered = max(covered, pause.get("dumps", covered))
-        place = stalls.where(_main_frames(mine[-1], main)) if mine else {"call": None, "at": None, "frames": []}
+        place = stalls.where(stalls.main_frames(mine[-1], main)) if mine else {"call": None, "at": None, "frames": []}
         pauses.append({**base, **pause, "where": place})
     uncovered = dumps[covered:]
     if not uncovered:
@@ -52,14 +49,9 @@ def of_process(rec: dict, output_dir: str) -> tuple[dict | None, list[dict]]:
         "dumps": len(uncovered),
         "at_least_s": sum(dump["after_s"] for dump in uncovered),
         "ended": rec.get("ended"),
-        "where": stalls.where(_main_frames(uncovered[-1], main)),
+        "where": stalls.where(stalls.main_frames(uncovered[-1], main)),
     }
     return stuck, pauses
-
-
-def _main_frames(dump: dict, main_thread) -> list:
-    threads = dump["threads"]
-    return threads.get(main_thread) or (next(iter(threads.values())) if threads else [])
 
 
 def summarize(records: list[dict], output_dir: str) -> tuple[list[dict], list[dict]]:
