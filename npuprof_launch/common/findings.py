@@ -118,7 +118,7 @@ def slow_rank(series: dict) -> dict:
         reason = (
             f"too few steps to tell: {who} ({ratio:.2f}x by median) was the slowest rank in {slowest} of {n} shared "
             f"steps (p = {p_value:.2g} by the {SLOW_RANK_TEST}; with {len(ranks)} ranks p < {LEVEL:g} takes at "
-            f"least {needed} such steps)"
+            f"least {needed} such steps out of {needed}, and more steps at a lower rate)"
         )
         return {"found": False, "reason": reason, **evidence}
     if p_value >= LEVEL:
