@@ -194,3 +194,29 @@ def pytest_collection_modifyitems(items) -> None:
 @pytest.fixture
 def out(tmp_path) -> str:
     return str(tmp_path / "out")
+
+
+#: ``benchmarks/suite.py`` sets it: each test's start, end and worker go to this file, one JSON a line.
+TIMELINE = os.environ.get("NPUPROF_SUITE_TIMELINE")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Where the suite's time goes (benchmarks/suite.py reads it): which worker ran which test
+    from when to when, so that a long group on one worker or idle workers at the end show."""
+    if not TIMELINE:
+        yield
+        return
+    import time
+
+    started = time.time()
+    yield
+    line = {
+        "test": item.nodeid,
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        "start": started,
+        "end": time.time(),
+        "group": next((m.args[0] for m in item.iter_markers("xdist_group") if m.args), None),
+    }
+    with open(TIMELINE, "a") as handle:
+        handle.write(json.dumps(line) + "\n")
