@@ -7,18 +7,11 @@ last loss, the number of real optimizer steps and an exact checksum of the weigh
 """
 
 import argparse
-import hashlib
 
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
-
-
-def checksum(model: torch.nn.Module) -> str:
-    digest = hashlib.sha256()
-    for tensor in model.state_dict().values():
-        digest.update(repr(tensor.tolist()).encode())
-    return digest.hexdigest()
+from jobkit import checksum
 
 
 def main() -> None:

@@ -9,20 +9,13 @@ to the last bit.
 """
 
 import argparse
-import hashlib
 import os
 import subprocess
 import sys
 
 import torch
 import torch.distributed as dist
-
-
-def checksum(module: torch.nn.Module) -> str:
-    digest = hashlib.sha256()
-    for tensor in module.state_dict().values():
-        digest.update(repr(tensor.tolist()).encode())
-    return digest.hexdigest()
+from jobkit import checksum
 
 
 def main() -> None:

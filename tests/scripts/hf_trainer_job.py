@@ -9,10 +9,10 @@ the Trainer's own count of optimizer steps and an exact checksum of the weights.
 """
 
 import argparse
-import hashlib
 import tempfile
 
 import torch
+from jobkit import checksum
 from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments, set_seed
 
 
@@ -27,13 +27,6 @@ class Synthetic(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int) -> dict:
         return {"input_ids": self.input_ids[index], "labels": self.labels[index]}
-
-
-def checksum(model: torch.nn.Module) -> str:
-    digest = hashlib.sha256()
-    for tensor in model.state_dict().values():
-        digest.update(repr(tensor.tolist()).encode())
-    return digest.hexdigest()
 
 
 def main() -> None:

@@ -14,13 +14,13 @@ count of optimizer steps and an exact checksum of the weights.
 """
 
 import argparse
-import hashlib
 import os
 import sys
 import tempfile
 
 import lightning as L
 import torch
+from jobkit import checksum
 
 
 class Regressor(L.LightningModule):
@@ -39,13 +39,6 @@ class Regressor(L.LightningModule):
         optimizer = torch.optim.AdamW(self.parameters(), lr=1e-2)
         scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=4)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
-
-
-def checksum(model: torch.nn.Module) -> str:
-    digest = hashlib.sha256()
-    for tensor in model.state_dict().values():
-        digest.update(repr(tensor.tolist()).encode())
-    return digest.hexdigest()
 
 
 def main() -> None:

@@ -10,11 +10,11 @@ recorded by a profiler it inherited (``-``: no profiler was enabled there at all
 """
 
 import argparse
-import hashlib
 import os
 import sys
 
 import torch
+from jobkit import checksum
 from torch.utils.data import DataLoader, Dataset
 
 
@@ -47,13 +47,6 @@ class Batches(Dataset):
             sys.stderr.write(f"worker {os.getpid()} records: {inherited_profiler_records()}\n")
             sys.stderr.flush()
         return self.x[index]
-
-
-def checksum(module: torch.nn.Module) -> str:
-    digest = hashlib.sha256()
-    for tensor in module.state_dict().values():
-        digest.update(repr(tensor.tolist()).encode())
-    return digest.hexdigest()
 
 
 def main() -> None:

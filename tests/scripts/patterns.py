@@ -23,12 +23,12 @@
 
 import argparse
 import contextlib
-import hashlib
 import math
 import sys
 import time
 
 import torch
+from jobkit import checksum
 
 
 class MixedPrecisionOptimizer:
@@ -71,14 +71,6 @@ class Smoothed(torch.optim.Optimizer):
                 mean = self.state[p].setdefault("mean", p.detach().clone())
                 mean.mul_(group["beta"]).add_(p, alpha=1 - group["beta"])
         return loss
-
-
-def checksum(*modules) -> str:
-    digest = hashlib.sha256()
-    for module in modules:
-        for tensor in module.state_dict().values():
-            digest.update(repr(tensor.tolist()).encode())
-    return digest.hexdigest()
 
 
 def main() -> None:

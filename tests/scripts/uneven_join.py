@@ -12,19 +12,12 @@ Each rank prints ``rank R steps S checksum C`` (its weights, to the last bit).
 """
 
 import argparse
-import hashlib
 import os
 import sys
 
 import torch
 import torch.distributed as dist
-
-
-def checksum(module: torch.nn.Module) -> str:
-    digest = hashlib.sha256()
-    for tensor in module.state_dict().values():
-        digest.update(repr(tensor.tolist()).encode())
-    return digest.hexdigest()
+from jobkit import checksum
 
 
 def main() -> None:
