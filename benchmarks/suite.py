@@ -47,6 +47,9 @@ def main() -> int:
             tests = [json.loads(line) for line in handle]
     print(f"\nsuite: {wall / 60:.1f} min wall (exit {status}), {len(tests)} tests, on {os.cpu_count()} cores")
     print(f"CPU busy {100 * (busy1 - busy0) / max(1, total1 - total0):.0f}% of the run (all processes of the machine)")
+    cpu = sum(t["cpu"] for t in tests)
+    floor = cpu / 60 / (os.cpu_count() or 1)
+    print(f"CPU of the tests and the processes they waited for: {cpu / 60:.1f} min, {floor:.1f} min of wall at best")
     workers: dict[str, list[dict]] = defaultdict(list)
     for test in tests:
         workers[test["worker"]].append(test)
@@ -57,14 +60,18 @@ def main() -> int:
         print(f"  {worker}: {len(ran)} tests, busy {busy / 60:.1f} min, done at {done / 60:.1f} min")
     print(f"longest {args.top} tests:")
     for test in sorted(tests, key=lambda t: t["start"] - t["end"])[: args.top]:
-        print(f"  {test['end'] - test['start']:6.1f} s  {test['test']}")
-    groups: dict[str, float] = defaultdict(float)
+        print(f"  {test['end'] - test['start']:6.1f} s  (CPU {test['cpu']:5.1f} s)  {test['test']}")
+    print(f"most CPU, {args.top} tests:")
+    for test in sorted(tests, key=lambda t: -t["cpu"])[: args.top]:
+        print(f"  {test['cpu']:6.1f} s CPU  {test['test']}")
+    groups: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for test in tests:
         if test["group"]:
-            groups[test["group"]] += test["end"] - test["start"]
+            groups[test["group"]][0] += test["end"] - test["start"]
+            groups[test["group"]][1] += test["cpu"]
     print("xdist groups (each on one worker):")
-    for group, seconds in sorted(groups.items(), key=lambda kv: -kv[1])[: args.top]:
-        print(f"  {seconds:6.1f} s  {group}")
+    for group, (seconds, cpu_s) in sorted(groups.items(), key=lambda kv: -kv[1][0])[: args.top]:
+        print(f"  {seconds:6.1f} s  (CPU {cpu_s:6.1f} s)  {group}")
     tail = [t for t in tests if t["end"] > first_done]
     tail_s = max(t["end"] for t in tests) - first_done
     print(f"the tail: {tail_s / 60:.1f} min after the first worker ran out of work:")

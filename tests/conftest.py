@@ -207,15 +207,23 @@ def pytest_runtest_protocol(item, nextitem):
     if not TIMELINE:
         yield
         return
+    import resource
     import time
 
-    started = time.time()
+    def cpu() -> float:
+        used = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return sum(usage.ru_utime + usage.ru_stime for usage in used)
+
+    started, cpu_before = time.time(), cpu()
     yield
     line = {
         "test": item.nodeid,
         "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
         "start": started,
         "end": time.time(),
+        # The CPU of the test and of the processes it started and waited for (a loaded machine
+        # stretches the wall time of a test, much less its CPU time).
+        "cpu": cpu() - cpu_before,
         "group": next((m.args[0] for m in item.iter_markers("xdist_group") if m.args), None),
     }
     with open(TIMELINE, "a") as handle:
