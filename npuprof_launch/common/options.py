@@ -186,7 +186,7 @@ OPTIONS: tuple[Option, ...] = (
         "scenario",
         "choice",
         scenarios.DEFAULT,
-        "what a step is, how collection is controlled, and the defaults (see Scenarios in the README)",
+        "what a step is, how collection is controlled, and the defaults (see docs/scenarios.md)",
         choices=SCENARIOS,
         group="steps",
     ),
