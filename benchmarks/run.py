@@ -150,7 +150,7 @@ def verdict(value: float, limit: float, unit: str) -> str:
 
 
 class Bench:
-    """The figures, in the order the README's Overhead table lists them; each prints its own lines."""
+    """The figures, in the order docs/benchmarks.md's table lists them; each prints its own lines."""
 
     def __init__(self, quick: bool, workdir: str, device: str = "cpu") -> None:
         self.quick = quick

@@ -108,7 +108,7 @@ def torch_traces(out: str) -> list[str]:
 
 
 def windows(record: dict) -> list[dict]:
-    """A record's (or a report row's) windows, the documented fields only (the README's report JSON)."""
+    """A record's (or a report row's) windows, the documented fields only (docs/answer.md's report JSON)."""
     keys = ("first_step", "last_step", "complete", "traces")
     return [{key: window.get(key) for key in keys} for window in record["windows"]]
 

@@ -63,8 +63,8 @@ def test_the_hook_reads_the_variables_the_table_names():
     assert names.SCENARIO_VAR == options.BY_NAME["scenario"].env
 
 
-def test_readme_scenarios_table_is_current():
-    with open(os.path.join(ROOT, "README.md")) as handle:
+def test_docs_scenarios_table_is_current():
+    with open(os.path.join(ROOT, readme.SCENARIOS_PAGE)) as handle:
         assert readme.scenarios_table() in handle.read(), "run python -m npuprof_launch.launcher.readme"
 
 

@@ -97,7 +97,7 @@ def test_an_optimizer_stepped_inside_backward_no_longer_crashes_the_job(out):
 
 def test_skips_before_a_wrappers_first_real_step_are_the_documented_limit(out):
     """A wrapper that is no Optimizer is found at the first step that reaches an optimizer: the
-    iterations it skipped before that are not seen (README, 'How optimizer.step is counted')."""
+    iterations it skipped before that are not seen (docs/internals.md, 'The step clock')."""
     run_pattern(out, "megatron", "--skip-at", "1,2", schedule=("--skip-first", "6", "--active", "1"))
     (record,) = status_records(out)
     assert record["steps"] == 8

@@ -1,6 +1,6 @@
 """The one table of options, and how a value is read from the command line or the environment.
 
-Everything that lists options (argparse, ``--help``, ``--print-env``, the README table, the hook's
+Everything that lists options (argparse, ``--help``, ``--print-env``, the docs' options table, the hook's
 reading of ``NPU_PROF_*``) is generated from ``OPTIONS`` below, so an option is declared once.
 This module is on the hook path: standard library only, no heavy imports at module level.
 """
@@ -186,7 +186,7 @@ OPTIONS: tuple[Option, ...] = (
         "scenario",
         "choice",
         scenarios.DEFAULT,
-        "what a step is, how collection is controlled, and the defaults (see Scenarios in the README)",
+        "what a step is, how collection is controlled, and the defaults (see docs/scenarios.md)",
         choices=SCENARIOS,
         group="steps",
     ),

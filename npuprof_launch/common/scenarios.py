@@ -4,7 +4,7 @@ The field's rule for adapting the profiler by hand: once a job is called trainin
 learning, every default and the way collection is controlled come from that scenario's reference
 implementation, and are never mixed with another's. This table is the one place that says what
 each scenario means; ``options.resolve`` reads its defaults (a flag or variable still wins), the
-consistency rules read its clock, and the README's scenario table is generated from it.
+consistency rules read its clock, and the scenario table of docs/scenarios.md is generated from it.
 
 Standard library only: the hook reads it when it resolves the options, once torch is imported.
 """
@@ -18,13 +18,13 @@ class Scenario(NamedTuple):
     """One scenario: what a step is, how collection is controlled, and the defaults it fixes."""
 
     name: str
-    #: What one step is, in the words the README and the error messages use.
+    #: What one step is, in the words the docs and the error messages use.
     clock: str
     #: How windows are chosen and who may start or stop them.
     control: str
     #: Option name -> value (parsed form, as options.Option.parse returns it) over the table's defaults.
     defaults: dict
-    #: The public implementation the defaults come from (MindSpeed-LLM, vLLM-Ascend, verl), named in the README.
+    #: The public implementation the defaults come from (MindSpeed-LLM, vLLM-Ascend, verl), named in docs/scenarios.md.
     reference: str
 
 

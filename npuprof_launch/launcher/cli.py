@@ -106,9 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
         usage="npuprof-run [OPTIONS] -- COMMAND [ARG ...]\n"
         "       npuprof-run --print-env [OPTIONS]\n"
-        "       npuprof-run --check DIR [--json] [--run ID]\n"
+        "       npuprof-run --check DIR [--json] [--verbose] [--deep] [--run ID]\n"
         "       npuprof-run --analyse DIR [--export-type T]\n"
-        "       npuprof-run --trigger DIR [--active N] [--warmup N] [--wait N] [--ranks LIST] [--timeout S]",
+        "       npuprof-run --trigger DIR [--active N] [--warmup N] [--wait N] [--ranks LIST] [--align N] "
+        "[--timeout S]",
         description="Profile a PyTorch job without touching its code. Every option can also be given as the "
         "environment variable shown beside it; the command line wins.",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -282,7 +282,7 @@ def how_to_open(processes: list[dict], out: str) -> str:
             f"<li><b>A torch trace</b> (<code>.pt.trace.json</code> or <code>.pt.trace.json.gz</code>): open "
             f'<a href="{PERFETTO}">{PERFETTO}</a>, choose <b>Open trace file</b> and pick the file (about 2 GB at most '
             "in the browser). The links above point at the files beside this page: save or copy them from there. "
-            "All ranks side by side: Holistic Trace Analysis (README, 'Output').</li>"
+            "All ranks side by side: Holistic Trace Analysis (npuprof-launch's docs/output.md).</li>"
         )
     if "npu" in backends:
         items.append(

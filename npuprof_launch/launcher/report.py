@@ -1,7 +1,7 @@
 """From the records, the process log, the launcher's account and the files to a verdict.
 
 The same facts feed the launcher's end-of-run summary (summary.py) and ``npuprof-run --check DIR
---json`` (the README's 'The job's answer' gives its fields). ``passed`` is true only when every process meant to profile
+--json`` (docs/answer.md, 'JSON', gives its fields). ``passed`` is true only when every process meant to profile
 completed its windows and each of its deliverables exists and parses.
 
 When the chain breaks, the report gives the reason of what broke first, and no advice that does

@@ -15,7 +15,7 @@ ROWS_SHOWN = 8
 
 OPEN_TORCH = (
     "open a trace: https://ui.perfetto.dev, 'Open trace file' (a .pt.trace.json or .pt.trace.json.gz; about 2 GB "
-    "at most in the browser); all ranks side by side: Holistic Trace Analysis (README, 'Output')"
+    "at most in the browser); all ranks side by side: Holistic Trace Analysis (npuprof-launch's docs/output.md)"
 )
 OPEN_NPU = (
     "open NPU data: MindStudio Insight, File > Open, a *_ascend_pt directory; all ranks: "
