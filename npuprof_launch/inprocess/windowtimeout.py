@@ -174,8 +174,9 @@ _ADD = None
 
 def _pending_call(run: Callable[[], None]) -> tuple:
     """A C callback for ``Py_AddPendingCall`` that runs ``run`` and always returns 0: a pending
-    call that returned -1 would raise in the job's code. Kept by the caller for the process's life
-    (a call may still be queued when a window closes)."""
+    call that returned -1 would raise in the job's code. It is never freed (one reference leaked on
+    purpose): a call may still be queued when its window closes, or while the interpreter tears
+    down the session that made it, and a freed callback would crash the process when it came."""
     global _ADD
     import ctypes
 
@@ -199,7 +200,9 @@ def _pending_call(run: Callable[[], None]) -> tuple:
             names.say(f"--window-timeout failed: {type(exc).__name__}: {exc}; the process's end saves the window")
         return 0
 
-    return (kind(pending), pending)
+    callback = kind(pending)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(callback))
+    return (callback, pending)
 
 
 class IdleWindows:
