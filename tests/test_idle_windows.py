@@ -14,7 +14,7 @@ import signal
 import subprocess
 import time
 
-from conftest import PYTHON, check_json, clean_env, npuprof, script, status_records, step_spans, torch_traces
+from conftest import PYTHON, ROOT, check_json, clean_env, npuprof, script, status_records, step_spans, torch_traces
 
 IDLE = script("idle_rank.py")
 WINDOW = ["--skip-first", "0", "--active", "3", "--target", "__main__:handle"]
@@ -80,3 +80,23 @@ def test_window_timeout_saves_the_window_while_the_rank_idles_and_a_later_step_d
     assert "window cut short by --window-timeout 2 (no step for" in stderr
     _, report = check_json(out)
     assert any("cut short by --window-timeout 2" in problem for problem in report["problems"]), report["problems"]
+
+
+def test_window_timeout_under_the_optimizer_clock_closes_when_a_long_call_returns_and_the_next_window_runs(out):
+    """A training job pauses 4 s in one call (examples/stuck.py --pause) inside the first of two
+    windows: no Python runs during it, so the window is closed as soon as the call returns, before
+    the next step; the second window opens at its own steps and completes."""
+    stuck = os.path.join(ROOT, "examples", "stuck.py")
+    schedule = ["--skip-first", "2", "--active", "2", "--repeat", "2", "--window-timeout", "2", "--output-dir", out]
+    result = npuprof([*schedule, "--", PYTHON, stuck, "--after", "3", "--pause", "4", "--steps", "8"])
+    assert result.returncode == 0, result.stderr
+    (record,) = status_records(out)
+    spans = [(w["first_step"], w["last_step"], w["complete"]) for w in record["windows"]]
+    assert spans == [(3, 3, False), (5, 6, True)]
+    cut = cut_short(record)
+    assert cut["by"] == "window_timeout" and cut["step"] == 3 and cut["idle_s"] >= 3.5, cut
+    assert [o["step"] for o in record["outcomes"] if o["kind"] == "stepped_after_timeout"] == [4]
+    assert [step_spans(trace) for trace in torch_traces(out)] == [
+        ["ProfilerStep#3", "iteration#3"],
+        ["ProfilerStep#5", "iteration#5", "ProfilerStep#6", "iteration#6"],
+    ]

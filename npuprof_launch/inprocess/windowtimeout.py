@@ -248,7 +248,7 @@ class IdleWindows:
         limit_s = self.config.window_timeout
         with self._points.quiet():
             self._close_window(complete=False, cause="window_timeout", limit_s=limit_s, idle_s=round(idle_s, 1))
-        self._plan_next_call()  # the next step is told: the window stays over
+        self._after_act()  # the job's ranges no longer watched; the next step is told: the window stays over
 
     def _stepped_after_timeout(self) -> None:
         """The first step after --window-timeout closed a window: said and recorded, not reopened."""
