@@ -43,6 +43,7 @@ from npuprof_launch.common import outcomes
 
 #: Seconds between two asks while the main thread cannot take the close (inside backward, ...).
 RETRY_S = 1.0
+#: The package's folder: a frame of a file under it is code of ours.
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -79,8 +80,8 @@ class WindowTimeout:
             return None
         if owner is not threading.main_thread():
             return (
-                f"--window-timeout cannot close the window its profiler records on {owner.name}: a call of ours is "
-                "scheduled on the main thread only; the process's end saves it"
+                f"--window-timeout cannot close a window recorded on thread {owner.name}: a call of ours can be "
+                "scheduled on the main thread only; the process's end saves the window"
             )
         if self._callback is None:
             try:

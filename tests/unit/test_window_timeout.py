@@ -83,7 +83,7 @@ def test_a_window_on_another_thread_or_with_the_option_off_gets_no_timer():
     assert threading.active_count() == before, "the option off: no thread of ours"
     other = threading.Thread(target=lambda: None, name="trainer")
     why = idle.timeout(0.2).start(other)
-    assert "trainer" in why and "the process's end saves it" in why
+    assert "trainer" in why and "the process's end saves the window" in why
     assert threading.active_count() == before
 
 
