@@ -83,17 +83,18 @@ class WindowTimeout:
                 f"--window-timeout cannot close a window recorded on thread {owner.name}: a call of ours can be "
                 "scheduled on the main thread only; the process's end saves the window"
             )
-        if self._callback is None:
-            try:
-                self._callback = _pending_call(self._on_main_thread)
-            except Exception as exc:  # noqa: BLE001 - an interpreter without Py_AddPendingCall (PyPy)
-                self._broken = True
-                return f"--window-timeout is not available here ({exc!r}); the process's end saves the window"
         self.stop()
-        self._stop = stop = threading.Event()
-        self._asked = False
-        watcher = threading.Thread(target=self._watch, args=(stop,), name="npuprof-window-timeout", daemon=True)
-        watcher.start()
+        try:
+            if self._callback is None:
+                self._callback = _pending_call(self._on_main_thread)
+            self._stop = stop = threading.Event()
+            self._asked = False
+            watcher = threading.Thread(target=self._watch, args=(stop,), name="npuprof-window-timeout", daemon=True)
+            watcher.start()
+        except Exception as exc:  # noqa: BLE001 - no Py_AddPendingCall (PyPy), no thread to be had
+            self._broken = True
+            self._stop = None
+            return f"--window-timeout is not available here ({exc!r}); the process's end saves the window"
         return None
 
     def stop(self) -> None:

@@ -150,3 +150,16 @@ def test_an_idle_rank_is_told_apart_from_a_job_that_ran_short():
         "0 of 1 windows completed: window cut short by --window-timeout 2 (no step for 2.1 s) at step 2; "
         "its trace keeps steps 1-2 (partial)"
     )
+
+
+def test_an_interpreter_without_pending_calls_gets_one_line_and_no_thread(monkeypatch):
+    def unavailable(run):
+        raise AttributeError("Py_AddPendingCall")
+
+    monkeypatch.setattr(windowtimeout, "_pending_call", unavailable)
+    before = threading.active_count()
+    timer = Idle().timeout(0.2)
+    why = timer.start(threading.main_thread())
+    assert why.startswith("--window-timeout is not available here") and "the process's end saves" in why
+    assert threading.active_count() == before
+    assert timer.start(threading.main_thread()) is None, "said once"
