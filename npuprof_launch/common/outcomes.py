@@ -110,13 +110,19 @@ def _number(value) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
-def idle_words(outcome: dict) -> str:
-    """How long before an end the process had stopped stepping, where that is worth telling (an
-    idle inference rank, a stuck job: IDLE_TOLD_S or more); --window-timeout's words say it already."""
+def idle_told(outcome: dict) -> float | None:
+    """How long before its end a cut window's process had stopped stepping, where that is worth
+    telling (an idle inference rank, a stuck job: IDLE_TOLD_S or more), else None; --window-timeout's
+    words say it already."""
     idle = outcome.get("idle_s")
     if outcome.get("by") == "window_timeout" or not isinstance(idle, (int, float)) or idle < IDLE_TOLD_S:
-        return ""
-    return f", {idle} s after its last step"
+        return None
+    return idle
+
+
+def idle_words(outcome: dict) -> str:
+    idle = idle_told(outcome)
+    return "" if idle is None else f", {idle} s after its last step"
 
 
 def kept_words(outcome: dict) -> str:

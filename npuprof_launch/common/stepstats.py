@@ -124,9 +124,10 @@ class ToolSteps:
             last = window.get("last_step") or window["first_step"]
             edges.append((window["first_step"] - warmup - 1, last + 1))
             care = window.get("aftercare_steps")
-            last_beside = (care[1] if care[1] is not None else steps) if care else None
-            if care and last_beside >= care[0]:  # a window saved at the process's end ran beside no step
-                beside.append((care[0], last_beside))
+            if care:
+                end = care[1] if care[1] is not None else steps
+                if end >= care[0]:  # a window saved at the process's end ran beside no step
+                    beside.append((care[0], end))
         self._spans = merged(edges)
         self._firsts = [first for first, _ in self._spans]
         self._beside = merged(beside)

@@ -343,10 +343,8 @@ def stopped_stepping(cut: dict, median_step_s: float | None) -> bool:
     """Whether a window the process's end cut short (``cut``, outcomes.CUT_SHORT) was left by a
     process that had stopped stepping: idle for outcomes.IDLE_TOLD_S or more before it ended, and
     for IDLE_STEP_TIMES of its step times (a job that ran short ends soon after its last step)."""
-    idle = cut.get("idle_s")
-    if not outcomes.idle_words(cut):
-        return False
-    return not median_step_s or idle >= IDLE_STEP_TIMES * median_step_s
+    idle = outcomes.idle_told(cut)
+    return idle is not None and (not median_step_s or idle >= IDLE_STEP_TIMES * median_step_s)
 
 
 def _ran_short(record: dict, done: str, steps) -> str:
