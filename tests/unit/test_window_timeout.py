@@ -163,3 +163,42 @@ def test_an_interpreter_without_pending_calls_gets_one_line_and_no_thread(monkey
     assert why.startswith("--window-timeout is not available here") and "the process's end saves" in why
     assert threading.active_count() == before
     assert timer.start(threading.main_thread()) is None, "said once"
+
+
+def test_inside_backward_the_close_waits_for_the_first_moment_after_it():
+    """A backward hook that idles in Python runs the pending calls, and safepoints.py refuses them
+    there: the window is closed only once backward has returned."""
+    import torch
+
+    from npuprof_launch.inprocess.safepoints import SafePoints
+
+    points = SafePoints(torch, say=print)
+    idle = Idle()
+    closed_in_backward = []
+
+    def close(idle_s: float) -> None:
+        closed_in_backward.append(points.in_backward())
+        idle.close(idle_s)
+
+    timer = windowtimeout.WindowTimeout(
+        0.2,
+        last_step=lambda: idle.last,
+        may_close=lambda: idle.may_close() and points.may_stop_idle(),
+        close=close,
+        say=idle.said.append,
+    )
+    refused = threading.Event()
+
+    def hook(grad):
+        run_python_until(refused, also=lambda: idle.asked >= 2 and refused.set())  # asked, refused, asked again
+        return grad
+
+    weight = torch.ones(2, requires_grad=True)
+    loss = weight * 2
+    loss.register_hook(hook)
+    timer.start(threading.main_thread())
+    loss.sum().backward()
+    assert refused.is_set() and not idle.closed, "nothing closed inside backward"
+    run_python_until(idle.done)
+    assert closed_in_backward == [False]
+    timer.stop()
