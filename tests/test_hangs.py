@@ -1,7 +1,9 @@
 """Where a job stops stepping: the hang watch's stack dumps, told while the job runs and at its end.
 
 Real jobs under the real launcher (a 2-rank gloo job under torchrun, one process alone), with a
-threshold of 2 s: each test waits for the launcher's own line, never for a fixed time.
+threshold of 2 s: each test waits for the launcher's own line, never for a fixed time. A rank
+stops in a sleep (examples/stuck.py), in a data loader whose worker never returns, or at a
+barrier the other never reaches (tests/scripts/stuck_ways.py).
 """
 
 from __future__ import annotations
@@ -16,18 +18,22 @@ import threading
 from conftest import PYTHON, ROOT, assert_ok, check_json, clean_env, npuprof, status_records
 
 STUCK = os.path.join(ROOT, "examples", "stuck.py")
+WAYS = os.path.join(ROOT, "tests", "scripts", "stuck_ways.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 
 
-def line_of(marker: str) -> str:
+def line_of(marker: str, path: str = STUCK) -> str:
     """``stuck.py:N``, the line of the job that holds ``marker``."""
-    with open(STUCK) as handle:
+    with open(path) as handle:
         (number,) = [i for i, line in enumerate(handle, 1) if line.rstrip().endswith(marker)]
-    return f"stuck.py:{number}"
+    return f"{os.path.basename(path)}:{number}"
 
 
 #: The job's lines (examples/stuck.py) where a rank sleeps, pauses, and where the others wait.
 SLEEP_AT, PAUSE_AT, ALL_REDUCE_AT = line_of("# the hang"), line_of("# the pause"), line_of("# the others wait here")
+#: stuck_ways.py's lines: the loader, its others' all_reduce, the barrier and where the other sleeps.
+LOADER_AT, WAYS_ALL_REDUCE_AT = line_of("# the loader", WAYS), line_of("# the others wait here", WAYS)
+BARRIER_AT, ELSEWHERE_AT = line_of("# the barrier", WAYS), line_of("# the others are elsewhere", WAYS)
 
 
 def launch(out: str, job: list[str]) -> subprocess.Popen:
@@ -146,3 +152,46 @@ def test_hang_after_0_turns_the_watch_off(out):
     assert record["hang_watch"] is None and record["pauses"] == []
     assert not [name for name in os.listdir(os.path.join(out, "npuprof_status")) if name.endswith(".stacks")]
     assert json.loads(npuprof(["--check", out, "--json"]).stdout)["job"]["stalls"] == []
+
+
+def stop_stuck(launcher: subprocess.Popen, stderr: Stderr, how: str, out: str) -> str:
+    """The first stall line, then the job stopped ``how`` (SIGTERM of the launcher, or SIGKILL of
+    the ranks, whose exit handlers then never run); returns the line."""
+    try:
+        line = stderr.wait_for("npuprof: no step for")
+        if how == "SIGTERM":
+            launcher.send_signal(signal.SIGTERM)
+        else:
+            for record in status_records(out):
+                os.kill(record["pid"], signal.SIGKILL)
+        launcher.wait(timeout=300)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+    stderr.join()
+    return line
+
+
+def test_a_rank_whose_data_loader_worker_never_returns_is_named_at_the_jobs_line(out):
+    launcher = launch(out, [*TORCHRUN, WAYS, "--way", "loader", "--stuck-rank", "1", "--after", "3"])
+    line = stop_stuck(launcher, Stderr(launcher), "SIGTERM", out)
+    loader = f"rank 1 in dataloader.__next__ ({LOADER_AT}); rank 0 in all_reduce ({WAYS_ALL_REDUCE_AT})"
+    assert loader in line, line
+    _, report = check_json(out)
+    (stall,) = report["job"]["stalls"]
+    first, second = stall["groups"]
+    assert (first["ranks"], first["call"], first["at"]) == ([1], "dataloader.__next__", LOADER_AT)
+    assert first["frames"][0].startswith(f"{LOADER_AT} in main"), "the job's frame, not the loader's queue"
+    assert (second["ranks"], second["call"], second["at"]) == ([0], "all_reduce", WAYS_ALL_REDUCE_AT)
+
+
+def test_a_rank_at_a_barrier_the_other_never_reaches_is_told_with_where_the_other_is(out):
+    launcher = launch(out, [*TORCHRUN, WAYS, "--way", "barrier", "--stuck-rank", "1", "--after", "3"])
+    line = stop_stuck(launcher, Stderr(launcher), "SIGKILL", out)
+    assert f"rank 0 in time.sleep ({ELSEWHERE_AT}); rank 1 in barrier ({BARRIER_AT})" in line, line
+    _, report = check_json(out)
+    groups = report["job"]["stalls"][0]["groups"]
+    assert [(g["ranks"], g["call"], g["at"]) for g in groups] == [
+        ([0], "time.sleep", ELSEWHERE_AT),
+        ([1], "barrier", BARRIER_AT),
+    ], "the rank outside the collective first: the one the barrier waits for"

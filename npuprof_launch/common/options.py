@@ -273,6 +273,16 @@ OPTIONS: tuple[Option, ...] = (
         group="profiler",
         metavar="N",
     ),
+    Option(
+        "window-timeout",
+        "float",
+        None,
+        "close a window, its trace kept and marked partial, once its process has not stepped for this long (an "
+        "idle inference rank, a stuck job), at the first moment its main thread runs Python; else the process's "
+        "end saves it (default and 0: off)",
+        group="profiler",
+        metavar="SECONDS",
+    ),
     Option("l2-cache", "bool", False, "collect L2 cache hit rates (torch_npu l2_cache)", group="npu"),
     Option(
         "data-simplification",

@@ -17,8 +17,12 @@ from __future__ import annotations
 import re
 
 #: A window stopped before its last step (``by``: a key of CUT_BY; ``kept``: [first, last] steps
-#: its trace keeps, or None when it held no whole step).
+#: its trace keeps, or None when it held no whole step; ``idle_s``: how long the process had not
+#: stepped by then, where it was not stopped at a step; ``limit_s``: --window-timeout's value).
 CUT_SHORT = "cut_short"
+#: The job stepped again after --window-timeout closed its window at step ``closed_at``: the
+#: window stays over (it is not reopened).
+STEPPED_AFTER_TIMEOUT = "stepped_after_timeout"
 #: A window open on another thread at the process's end: stopping it from this one could crash the
 #: process, so it is lost (``by`` as for CUT_SHORT).
 LOST_ON_THREAD = "lost_on_thread"
@@ -47,8 +51,11 @@ CUT_BY = {
     "SIGTERM": "SIGTERM",
     "SIGINT": "SIGINT (KeyboardInterrupt)",
     "size_cap": "--max-window-mb",
+    "window_timeout": "--window-timeout",
     "job_profiler": "the job's own torch profiler",
 }
+#: From how many seconds without a step before a window was cut short the sentence tells it.
+IDLE_TOLD_S = 1.0
 #: Why a window started late.
 LATE_WHY = {
     "step_one": "the optimizer.step clock cannot see the start of step 1: use --skip-first 1 or more, or --target",
@@ -63,7 +70,8 @@ JOB_PROFILER_SENTENCE = (
 
 #: Every kind and the fields it carries beside ``kind`` and ``step``: the table's closed set.
 KINDS = {
-    CUT_SHORT: ("by", "kept", "limit_mb", "grown_mb"),
+    CUT_SHORT: ("by", "kept", "limit_mb", "grown_mb", "limit_s", "idle_s"),
+    STEPPED_AFTER_TIMEOUT: ("closed_at",),
     LOST_ON_THREAD: ("by",),
     OFF_MAIN_THREAD: ("function", "thread"),
     OTHER_THREADS: ("function", "thread"),
@@ -92,7 +100,29 @@ def cut_words(outcome: dict) -> str:
     if by == "size_cap":
         grown = outcome.get("grown_mb")
         return f"--max-window-mb {outcome.get('limit_mb')} (the process grew by {grown} MB while it recorded)"
+    if by == "window_timeout":
+        return f"--window-timeout {_number(outcome.get('limit_s'))} (no step for {outcome.get('idle_s')} s)"
     return CUT_BY.get(by, str(by))
+
+
+def _number(value) -> str:
+    """A number as the user typed it: 2, not 2.0."""
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
+def idle_told(outcome: dict) -> float | None:
+    """How long before its end a cut window's process had stopped stepping, where that is worth
+    telling (an idle inference rank, a stuck job: IDLE_TOLD_S or more), else None; --window-timeout's
+    words say it already."""
+    idle = outcome.get("idle_s")
+    if outcome.get("by") == "window_timeout" or not isinstance(idle, (int, float)) or idle < IDLE_TOLD_S:
+        return None
+    return idle
+
+
+def idle_words(outcome: dict) -> str:
+    idle = idle_told(outcome)
+    return "" if idle is None else f", {idle} s after its last step"
 
 
 def kept_words(outcome: dict) -> str:
@@ -107,7 +137,12 @@ def sentence(outcome: dict) -> str:
     if "text" in outcome:  # a note, or an older record's sentence read back
         return str(outcome["text"])
     if kind == CUT_SHORT:
-        return f"window cut short by {cut_words(outcome)} at step {step}; {kept_words(outcome)}"
+        return f"window cut short by {cut_words(outcome)} at step {step}{idle_words(outcome)}; {kept_words(outcome)}"
+    if kind == STEPPED_AFTER_TIMEOUT:
+        return (
+            f"the job stepped again (step {step}) after --window-timeout had closed its window at step "
+            f"{outcome.get('closed_at')}: that window stays cut short, it is not reopened"
+        )
     if kind == LOST_ON_THREAD:
         return (
             f"window cut short by {cut_words(outcome)} at step {step}: its profiler runs on another thread, and "

@@ -84,9 +84,18 @@ def where(frames: list, read_line=linecache.getline) -> dict:
     return found
 
 
+#: Methods a job calls by iterating (``for batch in loader``, ``next(batches)``): named with their
+#: module, ``dataloader.__next__``, since the public names inside (a queue's ``get``) say nothing.
+ITERATION = ("__next__", "__iter__", "__anext__", "__aiter__")
+
+
 def _library_call(library_frames: list) -> str:
     """The library function a job's line is in: the public one nearest the job (``all_reduce``,
-    not ``wrapper``), else the innermost's name."""
+    not ``wrapper``), an iterator's method with its module (``dataloader.__next__``), else the
+    innermost's name."""
+    path, _, called = library_frames[-1]
+    if called in ITERATION:
+        return f"{os.path.splitext(os.path.basename(path))[0]}.{called}"
     for _, _, function in reversed(library_frames):
         if not function.startswith(("_", "<")) and function not in ("wrapper", "inner", "decorate_context"):
             return function

@@ -125,7 +125,9 @@ class ToolSteps:
             edges.append((window["first_step"] - warmup - 1, last + 1))
             care = window.get("aftercare_steps")
             if care:
-                beside.append((care[0], care[1] if care[1] is not None else steps))
+                end = care[1] if care[1] is not None else steps
+                if end >= care[0]:  # a window saved at the process's end ran beside no step
+                    beside.append((care[0], end))
         self._spans = merged(edges)
         self._firsts = [first for first, _ in self._spans]
         self._beside = merged(beside)

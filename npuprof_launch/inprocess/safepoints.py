@@ -88,6 +88,12 @@ class SafePoints:
         call is its own step, so the job's ranges around it do not matter)."""
         return not self.in_backward() and not self.capturing_graph()
 
+    def may_stop_idle(self) -> bool:
+        """Whether a window may be stopped now from outside any step (--window-timeout): outside
+        backward and a CUDA graph capture, no action of ours under way, on the job's thread. The
+        job's ranges do not matter: the window is cut short, as at the process's end."""
+        return not self._busy and self._thread_ok() and self.allowed_now()
+
     def safe_now(self) -> bool:
         return (
             not self._busy

@@ -27,7 +27,8 @@ What decides nothing at a step lives beside the session, a module for each job: 
 the environment (opensession.py), the step times and their file (steptiming.py), the record's
 fields (sessionrecord.py), the windows' aftercare processes (aftercarejobs.py), on-demand requests
 (requesttaking.py), --max-window-mb (memoryguard.py), the end (endreason.py), hangs (hangwatch.py),
-what it says and keeps (sessionnotes.py). What runs at a step stays here: ``step_ended`` to ``_act``.
+what it says and keeps (sessionnotes.py), a window whose process stops stepping (windowtimeout.py).
+What runs at a step stays here: ``step_ended`` to ``_act``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from npuprof_launch.inprocess import (
 )
 from npuprof_launch.inprocess.aftercarejobs import AftercareJobs
 from npuprof_launch.inprocess.sessionnotes import SessionNotes
+from npuprof_launch.inprocess.windowtimeout import IdleWindows
 
 #: Seconds between two writes of the record (and of the step times) while the job steps.
 CHECKPOINT_S = 5.0
@@ -60,7 +62,7 @@ ITERATION_LABEL = "iteration"
 AFTERCARE_WAIT_S = 120.0
 
 
-class Session(SessionNotes):
+class Session(SessionNotes, IdleWindows):
     """One process's (or stage's) profiling. Built by ``opensession.open_session``."""
 
     def __init__(
@@ -143,6 +145,7 @@ class Session(SessionNotes):
         self._aftercare = AftercareJobs(self._status_path, output_dir, self._stage_root, self.note_warning)
         #: This process's resident memory when the open window began (--max-window-mb).
         self._window_rss: int | None = None
+        IdleWindows.__init__(self, config.window_timeout, say)
 
     # -- what the lifecycle and the clocks ask ------------------------------------------------
 
@@ -194,6 +197,8 @@ class Session(SessionNotes):
             self._first_time = now
         if self.state == State.OFF:
             return
+        if self._closed_idle_at is not None:
+            self._stepped_after_timeout()
         if self.steps >= self._checkpoint_at or self.steps >= self._poll_at:
             self._checkpoint(now)
         if self._window_rss is not None and self.window is not None:
@@ -228,7 +233,7 @@ class Session(SessionNotes):
             self.call_at = float("inf")
             return
         upcoming = self._upcoming()
-        if self.window is not None or self._points.pending():
+        if self.window is not None or self._points.pending() or self._closed_idle_at is not None:
             due = self.steps + 1
         elif upcoming is not None:
             due = max(upcoming.first - 2, 1)  # one boundary early: to watch the job's ranges (safepoints.py)
@@ -351,6 +356,7 @@ class Session(SessionNotes):
             return False
         self._lifecycle.window_opened()
         self._open_label()
+        self._time_window()
         self.write_safely()
         return True
 
@@ -410,6 +416,7 @@ class Session(SessionNotes):
             kept = [result["first_step"], whole] if whole >= result["first_step"] else None
             self.note_outcome(outcomes.CUT_SHORT, self.steps, by=cause, kept=kept, **detail)
         profiler, self.window = self.profiler, None
+        self._timeout.stop()
         self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
         self._label = held
         self._close_label()  # after the stop: a profiler that no longer runs records no range
@@ -473,6 +480,7 @@ class Session(SessionNotes):
         self.errors.append(message)
         self._say(f"{message}; the job goes on unprofiled")
         self.state = State.FAILED
+        self._timeout.stop()
         self._label = None
         profiler, self.profiler, self.window = self.profiler, None, None
         self._next = len(self._windows)
@@ -515,11 +523,12 @@ class Session(SessionNotes):
             return
         if threading.current_thread() is not self._thread:
             self.note_outcome(outcomes.LOST_ON_THREAD, self.steps, by=cause)
+            self._timeout.stop()
             self.window = self.profiler = self._label = None
             self._lifecycle.slot.release(self)
             return
         with self._points.quiet():
-            self._close_window(complete=False, cause=cause)
+            self._close_window(complete=False, cause=cause, idle_s=self.idle_s())
 
     def end(self, how: str) -> None:
         """The process ends (``how``: record.ENDED_*): close the window, write the record a last time."""
@@ -544,6 +553,7 @@ class Session(SessionNotes):
         """In a forked child: forget this session without touching its profiler, write nothing."""
         self.state = State.OFF
         self.window = self.profiler = self._label = None
+        self._timeout.after_fork()
         self._pid = -1
 
     # -- checkpoints and the record -----------------------------------------------------------

@@ -306,9 +306,17 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
                 return f"interrupted by {signal_name} at step {steps}; {kept} (partial)"
         if raised:
             return f"{done} windows completed: {raised[0]}; {kept}"
+        if by == "window_timeout":
+            return f"{done} windows completed: {outcomes.sentence(cut[-1])} (partial)"
         if by == "exit":
             if ended:
                 return f"{done} windows completed: {ended} at step {steps}; {kept}"
+            if stopped_stepping(cut[-1], process.get("median_step_s")):
+                return (
+                    f"{done} windows completed: the process stopped stepping after step {steps}, inside a window, "
+                    f"and ended {cut[-1]['idle_s']} s later; {kept} (partial); --window-timeout SECONDS saves such a "
+                    "window while the process still runs"
+                )
             return f"{_ran_short(record, done, steps)}; {kept}"
         return (
             f"{done} windows completed: the window was cut short by {outcomes.cut_words(cut[-1])} at step {steps}; "
@@ -324,6 +332,19 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
             f"memory); last known step {steps}"
         )
     return _ran_short(record, done, steps)
+
+
+#: A window cut short by the process's end after this many of its step times without a step was
+#: left by a process that stopped stepping (an idle rank), not by a job that ran short of steps.
+IDLE_STEP_TIMES = 10
+
+
+def stopped_stepping(cut: dict, median_step_s: float | None) -> bool:
+    """Whether a window the process's end cut short (``cut``, outcomes.CUT_SHORT) was left by a
+    process that had stopped stepping: idle for outcomes.IDLE_TOLD_S or more before it ended, and
+    for IDLE_STEP_TIMES of its step times (a job that ran short ends soon after its last step)."""
+    idle = outcomes.idle_told(cut)
+    return idle is not None and (not median_step_s or idle >= IDLE_STEP_TIMES * median_step_s)
 
 
 def _ran_short(record: dict, done: str, steps) -> str:

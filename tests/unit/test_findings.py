@@ -147,6 +147,13 @@ def test_a_spike_beside_the_aftercare_is_undecidable_unless_overwhelming():
     assert not findings.spike_beside_aftercare(0.15, None)[0], "the aftercare touched no other step: the floor"
 
 
+def test_the_aftercare_of_a_window_saved_at_the_process_s_end_ran_beside_no_step():
+    """Its aftercare starts after the last step (``[steps + 1, steps]``): no range of steps 3-2."""
+    saved_at_end = {"first_step": 1, "last_step": 2, "complete": False, "traces": [], "aftercare_steps": [3, 2]}
+    assert stepstats.ToolSteps([saved_at_end], steps=2).aftercare_spans() == []
+    assert stepstats.ToolSteps([WINDOW], steps=40).aftercare_spans() == [[12, 16]]
+
+
 def test_at_one_step_a_rank_s_overwhelming_spike_is_named_and_another_rank_s_small_one_stays_undecidable():
     tool = stepstats.ToolSteps([WINDOW], steps=40)
     rows = []

@@ -50,6 +50,23 @@ def test_where_reads_the_call_on_the_jobs_own_line_when_it_is_the_innermost_fram
     assert stalls.where(frames, read_line=lambda path, number: "")["call"] is None, "a line it cannot read"
 
 
+def test_a_rank_waiting_for_its_data_loader_is_in_the_loaders_next_at_the_jobs_line():
+    """The public names inside a DataLoader's ``__next__`` (a queue's ``get``, a connection's
+    ``wait``, which is a collective's name too) say nothing of where the job is."""
+    frames = [
+        ("/usr/lib/python3.11/selectors.py", 415, "select"),
+        ("/usr/lib/python3.11/multiprocessing/connection.py", 947, "wait"),
+        ("/usr/lib/python3.11/multiprocessing/queues.py", 113, "get"),
+        ("/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", 1291, "_try_get_data"),
+        ("/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", 725, "__next__"),
+        ("/job/train.py", 52, "main"),
+    ]
+    place = stalls.where(frames)
+    assert (place["call"], place["at"]) == ("dataloader.__next__", "train.py:52")
+    assert place["frames"][0] == "train.py:52 in main"
+    assert not stalls.is_collective(place["call"])
+
+
 def test_ranks_are_grouped_by_place_the_odd_one_out_first():
     def item(rank, call, at):
         return {"rank": rank, "where": {"call": call, "at": at, "frames": [f"{at} in main"]}}
