@@ -122,7 +122,9 @@ class ToolSteps:
         edges, beside = [], []
         for window in windows or ():
             last = window.get("last_step") or window["first_step"]
-            edges.append((window["first_step"] - warmup - 1, last + 1))
+            # From the step before (step 1 at the earliest) to the one after (one the process ran).
+            after = min(last + 1, steps) if steps >= last else last + 1
+            edges.append((max(1, window["first_step"] - warmup - 1), after))
             care = window.get("aftercare_steps")
             if care:
                 end = care[1] if care[1] is not None else steps

@@ -373,7 +373,7 @@ def _tool_steps(timed: list[dict], series: dict, step_time: dict | None, undecid
         against = f" against a {median * 1e3:.2f} ms median" if median and low is not None else ""
         lines.append(
             f"steps {_spans_text(recorded)} (the windows and the steps that start and stop them){took}{against}: "
-            "the profiler's own cost, left out of the findings"
+            "left out of the findings, since the profiler works in them (a cost the job's steps do not have)"
         )
     if beside:
         line = f"steps {_spans_text(beside)} ran beside the tool's compression and summary of a window (its aftercare)"

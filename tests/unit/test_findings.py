@@ -154,6 +154,15 @@ def test_the_aftercare_of_a_window_saved_at_the_process_s_end_ran_beside_no_step
     assert stepstats.ToolSteps([WINDOW], steps=40).aftercare_spans() == [[12, 16]]
 
 
+def test_the_tools_steps_are_steps_the_process_ran():
+    """A window from step 1 to the process's last step: its tool's steps are 1 to the last, not
+    0 to one after it (the summary once said "steps 0-3" of a 2-step process)."""
+    whole = {"first_step": 1, "last_step": 2, "complete": False, "traces": []}
+    assert stepstats.ToolSteps([whole], steps=2).spans() == [[1, 2]]
+    assert stepstats.ToolSteps([whole], steps=9).spans() == [[1, 3]]
+    assert stepstats.ToolSteps([{**whole, "first_step": 5, "last_step": 6}], steps=9, warmup=1).spans() == [[3, 7]]
+
+
 def test_at_one_step_a_rank_s_overwhelming_spike_is_named_and_another_rank_s_small_one_stays_undecidable():
     tool = stepstats.ToolSteps([WINDOW], steps=40)
     rows = []
