@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from npuprof_launch.common import numbering
+
 #: A window stopped before its last step (``by``: a key of CUT_BY; ``kept``: [first, last] steps
 #: its trace keeps, or None when it held no whole step).
 CUT_SHORT = "cut_short"
@@ -35,6 +37,12 @@ SLOT_BUSY = "slot_busy"
 JOB_PROFILER = "job_profiler"
 #: The program ended with an uncaught exception (``type``, ``message``: its first line, or None).
 UNCAUGHT = "uncaught"
+#: --from-step: a window's recorded steps had passed before the process's first step, the job's step
+#: ``began`` (a job resumed past them): not recorded (``first``, ``last``: the job's steps it asked
+#: for; ``source``: a key of numbering.SOURCES).
+FROM_STEP_PASSED = "from_step_passed"
+#: --from-step counts this process's steps, the job's numbering being unknown (``source`` says why).
+NUMBERING_UNKNOWN = "numbering_unknown"
 #: A sentence without a kind of its own (a profiler's log line, an option the backend ignores):
 #: told as it is, decided on by nobody (``text``).
 NOTE = "note"
@@ -71,6 +79,8 @@ KINDS = {
     SLOT_BUSY: ("clock", "holder"),
     JOB_PROFILER: (),
     UNCAUGHT: ("type", "message"),
+    FROM_STEP_PASSED: ("first", "last", "began", "source"),
+    NUMBERING_UNKNOWN: ("from_step", "source"),
     NOTE: ("text",),
 }
 #: The kinds that say a window was stopped or never run because of a thread.
@@ -143,6 +153,18 @@ def sentence(outcome: dict) -> str:
             f"the process ended with an uncaught {outcome['type']}"
             + (f" ({message})" if message else "")
             + (f" after step {step}")
+        )
+    if kind == FROM_STEP_PASSED:
+        return (
+            f"--from-step: the window of the job's steps {outcome['first']}-{outcome['last']} had passed before this "
+            f"process's first step, the job's step {outcome['began']} (numbered by "
+            f"{numbering.words(outcome.get('source'))}), so it was not recorded; a --from-step of "
+            f"{outcome['began'] + 1} or later places it in this run"
+        )
+    if kind == NUMBERING_UNKNOWN:
+        return (
+            f"--from-step {outcome['from_step']} counts this process's steps, as --skip-first does: the job's own "
+            f"numbering is unknown here (steps numbered by {numbering.words(outcome.get('source'))})"
         )
     raise ValueError(f"outcome kind off the table: {kind!r}")
 

@@ -118,11 +118,14 @@ class ToolSteps:
     (a sleep, a slow rank) fall there too and cannot be told apart from the step times.
     """
 
-    def __init__(self, windows=(), steps: int = 0, warmup: int = 0) -> None:
+    def __init__(self, windows=(), steps: int = 0, warmup: int = 0, offset: int | None = 0) -> None:
+        """``windows`` as the record has them, numbered as the job numbers its steps: ``offset``
+        (the record's ``step_offset``) takes them back to this process's steps, as the step times count."""
         edges, beside = [], []
+        offset = offset or 0
         for window in windows or ():
-            last = window.get("last_step") or window["first_step"]
-            edges.append((window["first_step"] - warmup - 1, last + 1))
+            last = (window.get("last_step") or window["first_step"]) - offset
+            edges.append((window["first_step"] - offset - warmup - 1, last + 1))
             care = window.get("aftercare_steps")
             if care:
                 beside.append((care[0], care[1] if care[1] is not None else steps))

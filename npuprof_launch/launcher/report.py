@@ -231,6 +231,8 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
             "backend",
             "state",
             "steps",
+            "step_offset",
+            "numbered_by",
             "windows_planned",
             "windows_completed",
             "partial_traces",
@@ -297,6 +299,9 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
     threads = outcomes.of_kind(found, *outcomes.THREAD_KINDS)
     if threads:
         return f"{done} windows completed: {outcomes.sentence(threads[0])}"
+    passed = outcomes.of_kind(found, outcomes.FROM_STEP_PASSED)
+    if passed and len(passed) + process["windows_completed"] >= (process["windows_planned"] or 0):
+        return f"{done} windows completed: {outcomes.sentence(passed[0])}"
     ended = _how_the_job_ended(run)
     raised = [outcomes.sentence(outcome) for outcome in outcomes.of_kind(found, outcomes.UNCAUGHT)]
     if cut:
