@@ -20,7 +20,18 @@ import os
 import sys
 
 import pytest
-from conftest import assert_ok, check_json, clean_env, npuprof, python, script, status_records, step_counts
+from conftest import (
+    assert_ok,
+    check_json,
+    clean_env,
+    npuprof,
+    python,
+    script,
+    status_records,
+    step_counts,
+    step_spans,
+    torch_traces,
+)
 
 STEPS = 12
 SCHEDULE = ["--skip-first", "2", "--active", "2"]
@@ -98,6 +109,26 @@ def test_framework_job_profiles_unchanged(tmp_path, module, job):
     assert record["window_steps"] == [3, 4]
     assert record["windows_completed"] == 1
     assert record["errors"] == []
+    code, report = check_json(out)
+    assert code == 0 and report["passed"], report
+
+
+def test_a_resumed_hf_trainer_is_numbered_by_its_global_step(tmp_path):
+    """Issue 27: a Trainer resumed from checkpoint-4 makes global steps 5-10; the window after
+    --skip-first 2 holds its 3rd and 4th, global steps 7 and 8, and is labelled so."""
+    needs("transformers")
+    env, checkpoints, out = job_env(tmp_path), str(tmp_path / "checkpoints"), str(tmp_path / "out")
+    job = [script("hf_trainer_job.py"), "--checkpoints", checkpoints]
+    assert_ok(python([*job, "--steps", "4"], env=env))
+    command = [sys.executable, *job, "--steps", "10", "--resume"]
+    resumed = npuprof([*SCHEDULE, "--output-dir", out, "--", *command], env=env)
+    assert_ok(resumed)
+    assert "optimizer_steps 10" in resumed.stdout
+    (trace,) = torch_traces(out)
+    assert step_spans(trace) == ["ProfilerStep#7", "iteration#7", "ProfilerStep#8", "iteration#8"]
+    (record,) = status_records(out)
+    assert (record["steps"], record["step_offset"], record["numbered_by"]) == (6, 4, "hf_trainer")
+    assert record["window_steps"] == [7, 8]
     code, report = check_json(out)
     assert code == 0 and report["passed"], report
 
