@@ -36,6 +36,9 @@ class JobNumbering:
             self.note_outcome(outcomes.NUMBERING_UNKNOWN, None, from_step=config.from_step, source=source)
         kept, passed = placed(self.schedule.windows(), config.from_step - (offset if known else 0))
         self._windows = kept
+        self._next = 0
+        while self._next < len(kept) and kept[self._next].first <= self.steps:
+            self._next += 1  # a re-executed image counts on from its steps (session.go_on_from)
         for window in passed:
             self.note_outcome(
                 outcomes.FROM_STEP_PASSED,

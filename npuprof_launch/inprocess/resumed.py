@@ -90,7 +90,10 @@ def note_loaded(count: int | None) -> None:
 def job_numbering(frame=None) -> tuple[int, str]:
     """(offset, source): the job's number of the step before this process's first, and a key of
     numbering.SOURCES saying where it came from. Called once, at the first step, from inside it."""
-    found = framework_count(frame if frame is not None else sys._getframe(1))
+    try:
+        found = framework_count(frame if frame is not None else sys._getframe(1))
+    except Exception:  # noqa: BLE001 - a framework's odd object: its counter is out of reach, the clock goes on
+        found = None
     if found is not None:
         return found
     if _loads.count is not None:

@@ -177,3 +177,13 @@ def test_the_summary_says_how_a_resumed_job_is_numbered():
     (line,) = summary.numbering_lines([process])
     assert "began at the job's step 6" in line and "windows: steps 7-8" in line
     assert summary.numbering_lines([{"step_offset": 0, "numbered_by": "fresh", "windows": []}]) == []
+
+
+def test_a_counter_that_cannot_be_read_leaves_the_loaded_count(loads):
+    Broken = type("Trainer", (), {"__module__": "transformers.trainer", "state": property(lambda self: 1 / 0)})
+    resumed.note_loaded(8)
+
+    def train(self):
+        return resumed.job_numbering()
+
+    assert train(Broken()) == (8, numbering.OPTIMIZER_STATE)
