@@ -521,7 +521,7 @@ class Session(SessionNotes, JobNumbering):
 
     def end(self, how: str) -> None:
         """The process ends (``how``: record.ENDED_*): close the window, write the record a last time."""
-        cause, uncaught = endreason.cause_and_uncaught(how, self.steps)
+        cause, uncaught = endreason.cause_and_uncaught(how, self.steps + self.step_offset)
         if uncaught is not None:
             self.outcomes.append(uncaught)
             self.warnings.append(outcomes.sentence(uncaught))

@@ -289,6 +289,7 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
     the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning."""
     done = f"{process['windows_completed']} of {process['windows_planned']}"
     steps = record.get("steps")
+    at = steps + (record.get("step_offset") or 0) if isinstance(steps, int) else steps  # the job's number of it
     found = outcomes.of_record(record)
     cut = outcomes.of_kind(found, outcomes.CUT_SHORT)
     if record.get("on_demand"):
@@ -308,16 +309,15 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
         kept, by, stopped = outcomes.kept_words(cut[-1]), cut[-1].get("by"), _stopped_by(run)
         for signal_name in ("SIGINT", "SIGTERM"):
             if signal_name in (by, stopped):
-                return f"interrupted by {signal_name} at step {steps}; {kept} (partial)"
+                return f"interrupted by {signal_name} at step {at}; {kept} (partial)"
         if raised:
             return f"{done} windows completed: {raised[0]}; {kept}"
         if by == "exit":
             if ended:
-                return f"{done} windows completed: {ended} at step {steps}; {kept}"
-            return f"{_ran_short(record, done, steps)}; {kept}"
+                return f"{done} windows completed: {ended} at step {at}; {kept}"
+            return f"{wording.ran_short(record, done, steps)}; {kept}"
         return (
-            f"{done} windows completed: the window was cut short by {outcomes.cut_words(cut[-1])} at step {steps}; "
-            f"{kept}"
+            f"{done} windows completed: the window was cut short by {outcomes.cut_words(cut[-1])} at step {at}; {kept}"
         )
     if raised:
         return f"{done} windows completed: {raised[0]}, before the schedule completed"
@@ -326,19 +326,9 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
     if stale:
         return (
             f"{done} windows completed: it ended without its exit handlers (os._exit in a library, a kill, out of "
-            f"memory); last known step {steps}"
+            f"memory); last known step {at}"
         )
-    return _ran_short(record, done, steps)
-
-
-def _ran_short(record: dict, done: str, steps) -> str:
-    """The job ended normally and really ran short of steps: the schedule's numbers, and the fix."""
-    formula = options.schedule_of(record.get("options") or {}).formula()
-    ran = wording.count(steps, "step") if isinstance(steps, int) else f"{steps} steps"
-    return (
-        f"{done} windows completed: the job ran {ran}, the schedule needs {formula}; "
-        "lower --skip-first/--active/--repeat or run more steps"
-    )
+    return wording.ran_short(record, done, steps)
 
 
 def _stopped_by(run: dict | None) -> str | None:

@@ -187,3 +187,12 @@ def test_a_counter_that_cannot_be_read_leaves_the_loaded_count(loads):
         return resumed.job_numbering()
 
     assert train(Broken()) == (8, numbering.OPTIMIZER_STATE)
+
+
+def test_a_from_step_run_that_ran_short_is_told_in_the_jobs_steps():
+    from npuprof_launch.launcher import wording
+
+    record = {"options": {"from-step": 12, "active": 2, "wait": 0, "warmup": 0, "repeat": 1}, "step_offset": 5}
+    text = wording.ran_short(record, "0 of 1", 5)
+    assert "this process ran 5 steps, the job's steps 6-10" in text and "up to 13" in text
+    assert "skip_first" in wording.ran_short({"options": {}}, "0 of 1", 2), "without --from-step: the formula"
