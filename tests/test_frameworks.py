@@ -20,7 +20,18 @@ import os
 import sys
 
 import pytest
-from conftest import assert_ok, check_json, clean_env, npuprof, python, script, status_records, step_counts
+from conftest import (
+    assert_ok,
+    check_json,
+    clean_env,
+    npuprof,
+    python,
+    script,
+    status_records,
+    step_counts,
+    step_spans,
+    torch_traces,
+)
 
 STEPS = 12
 SCHEDULE = ["--skip-first", "2", "--active", "2"]
@@ -98,6 +109,52 @@ def test_framework_job_profiles_unchanged(tmp_path, module, job):
     assert record["window_steps"] == [3, 4]
     assert record["windows_completed"] == 1
     assert record["errors"] == []
+    code, report = check_json(out)
+    assert code == 0 and report["passed"], report
+
+
+#: (test id, module, script, its arguments to save after step 4, and to resume to step 10; the record's numbered_by)
+RESUMED = [
+    (
+        "hf_trainer",
+        "transformers",
+        "hf_trainer_job.py",
+        ["--checkpoints", "{ckpt}"],
+        ["--checkpoints", "{ckpt}", "--resume"],
+        "hf_trainer",
+    ),
+    (
+        "lightning",
+        "lightning",
+        "lightning_job.py",
+        ["--save", "{ckpt}/last.ckpt"],
+        ["--resume", "{ckpt}/last.ckpt"],
+        "lightning",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("module", "job", "save", "resume", "source"), [pytest.param(*r[1:], id=r[0]) for r in RESUMED]
+)
+def test_a_resumed_framework_job_is_numbered_by_its_own_counter(tmp_path, module, job, save, resume, source):
+    """Issue 27: a Trainer resumed from its checkpoint after step 4 makes steps 5-10; the window after
+    --skip-first 2 holds its 3rd and 4th, the job's steps 7 and 8 by the framework's own counter
+    (Hugging Face's state.global_step, Lightning's global_step), and is labelled so."""
+    needs(module)
+    env, checkpoints, out = job_env(tmp_path), tmp_path / "checkpoints", str(tmp_path / "out")
+    checkpoints.mkdir()
+    save, resume = ([arg.format(ckpt=checkpoints) for arg in args] for args in (save, resume))
+    assert_ok(python([script(job), *save, "--steps", "4"], env=env))
+    command = [sys.executable, script(job), *resume, "--steps", "10"]
+    resumed = npuprof([*SCHEDULE, "--output-dir", out, "--", *command], env=env)
+    assert_ok(resumed)
+    assert "optimizer_steps 10" in resumed.stdout
+    (trace,) = torch_traces(out)
+    assert step_spans(trace) == ["ProfilerStep#7", "iteration#7", "ProfilerStep#8", "iteration#8"]
+    (record,) = status_records(out)
+    assert (record["steps"], record["step_offset"], record["numbered_by"]) == (6, 4, source)
+    assert record["window_steps"] == [7, 8]
     code, report = check_json(out)
     assert code == 0 and report["passed"], report
 

@@ -165,6 +165,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("active", "positive", 1, "schedule active: recorded steps per window", metavar="N"),
     Option("repeat", "positive", 1, "number of windows (0 is refused: it would never end)", metavar="N"),
     Option(
+        "from-step",
+        "positive",
+        None,
+        "place the first window at this step of the job's own numbering, which a job resumed from a checkpoint "
+        "carries on (as Megatron's --profile-step-start): its recorded steps begin there, its --warmup steps "
+        "come before it; instead of --skip-first",
+        metavar="N",
+    ),
+    Option(
         "total-steps",
         "positive",
         None,
@@ -420,6 +429,7 @@ def _resolve_one(option: Option, default: object, given: dict[str, str], environ
 def check_consistency(config: Config) -> list[str]:
     """Rules that involve more than one option."""
     problems = _step_source_problems(config)
+    problems.extend(_from_step_problems(config))
     total = config.total_steps
     for label, chosen in _schedules(config):
         schedule = Schedule.of(chosen)
@@ -473,6 +483,20 @@ def _step_source_problems(config: Config) -> list[str]:
         return ["--on-demand with --range: a triggered window spans steps; use --on-demand without --range"]
     if config.range and config.target is None:
         return ["--range records calls of --target (or of a stage): the optimizer.step clock has no call to record"]
+    return []
+
+
+def _from_step_problems(config: Config) -> list[str]:
+    """--from-step places the first window instead of --skip-first: one of the two, never both."""
+    if config.from_step is None:
+        return []
+    if config.on_demand:
+        return ["--from-step with --on-demand: on demand no window opens by itself; use one of the two"]
+    if config.skip_first != default_for("skip-first", config.scenario):
+        return [
+            f"--from-step {config.from_step} with --skip-first {config.skip_first}: --from-step places the first "
+            "window by the job's own step numbers, --skip-first by this process's; give one of the two"
+        ]
     return []
 
 

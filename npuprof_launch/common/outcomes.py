@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from npuprof_launch.common import numbering
+
 #: A window stopped before its last step (``by``: a key of CUT_BY; ``kept``: [first, last] steps
 #: its trace keeps, or None when it held no whole step; ``idle_s``: how long the process had not
 #: stepped by then, where it was not stopped at a step; ``limit_s``: --window-timeout's value).
@@ -39,6 +41,12 @@ SLOT_BUSY = "slot_busy"
 JOB_PROFILER = "job_profiler"
 #: The program ended with an uncaught exception (``type``, ``message``: its first line, or None).
 UNCAUGHT = "uncaught"
+#: --from-step: a window's recorded steps had passed before the process's first step, the job's step
+#: ``began`` (a job resumed past them): not recorded (``first``, ``last``: the job's steps it asked
+#: for; ``source``: a key of numbering.SOURCES).
+FROM_STEP_PASSED = "from_step_passed"
+#: --from-step counts this process's steps, the job's numbering being unknown (``source`` says why).
+NUMBERING_UNKNOWN = "numbering_unknown"
 #: A sentence without a kind of its own (a profiler's log line, an option the backend ignores):
 #: told as it is, decided on by nobody (``text``).
 NOTE = "note"
@@ -79,6 +87,8 @@ KINDS = {
     SLOT_BUSY: ("clock", "holder"),
     JOB_PROFILER: (),
     UNCAUGHT: ("type", "message"),
+    FROM_STEP_PASSED: ("first", "last", "began", "source"),
+    NUMBERING_UNKNOWN: ("from_step", "source"),
     NOTE: ("text",),
 }
 #: The kinds that say a window was stopped or never run because of a thread.
@@ -179,6 +189,18 @@ def sentence(outcome: dict) -> str:
             + (f" ({message})" if message else "")
             + (f" after step {step}")
         )
+    if kind == FROM_STEP_PASSED:
+        return (
+            f"--from-step: the window of the job's steps {outcome['first']}-{outcome['last']} had passed before this "
+            f"process's first step, the job's step {outcome['began']} (numbered by "
+            f"{numbering.words(outcome.get('source'))}), so it was not recorded; a --from-step of "
+            f"{outcome['began'] + 1} or later places it in this run"
+        )
+    if kind == NUMBERING_UNKNOWN:
+        return (
+            f"--from-step {outcome['from_step']} counts this process's steps, as --skip-first does: the job's own "
+            f"numbering is unknown here (steps numbered by {numbering.words(outcome.get('source'))})"
+        )
     raise ValueError(f"outcome kind off the table: {kind!r}")
 
 
@@ -222,3 +244,16 @@ def _from_sentence(text: str) -> dict:
     if "calls on other threads than" in text:
         return {"kind": OTHER_THREADS, "step": None, "text": text}
     return make(NOTE, None, text=text)
+
+
+#: A window cut short by the process's end after this many of its step times without a step was
+#: left by a process that stopped stepping (an idle rank), not by a job that ran short of steps.
+IDLE_STEP_TIMES = 10
+
+
+def stopped_stepping(cut: dict, median_step_s: float | None) -> bool:
+    """Whether a window the process's end cut short (``cut``, CUT_SHORT) was left by a
+    process that had stopped stepping: idle for IDLE_TOLD_S or more before it ended, and
+    for IDLE_STEP_TIMES of its step times (a job that ran short ends soon after its last step)."""
+    idle = idle_told(cut)
+    return idle is not None and (not median_step_s or idle >= IDLE_STEP_TIMES * median_step_s)

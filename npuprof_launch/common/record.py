@@ -55,7 +55,14 @@ FIELDS: dict[str, object] = {
     "requests": [],
     "backend": None,
     "options": {},
+    #: Steps this process counted (from 1 at its first step, whatever the job's numbering).
     "steps": 0,
+    #: The job's number of the step before this process's first: 0 for a job that begins here, N for
+    #: one resumed after N steps. Every other step number of the record (windows, outcomes) is the
+    #: job's; ``steps`` and the step times file count this process's.
+    "step_offset": 0,
+    #: Where ``step_offset`` came from: a key of common/numbering.SOURCES (None in an older record).
+    "numbered_by": None,
     "mean_step_s": None,
     "window_steps": None,
     #: Each window: first_step and last_step in the job's numbering (the whole steps recorded),

@@ -122,3 +122,26 @@ def aligned_start(next_step: int, align: int) -> int:
     if align <= 1:
         return next_step
     return ((next_step - 1 + align - 1) // align) * align + 1
+
+
+def placed(windows: tuple[Window, ...], first_recorded: int) -> tuple[list[Window], list[Window]]:
+    """``--from-step``: the windows moved together so that the first one's first recorded step is
+    ``first_recorded`` (a step of this process: the job's step less the steps it made before), and
+    those whose first recorded step came before the process's step 1 (a job resumed past it).
+
+    Returns (kept, passed). The windows keep their spacing (``wait``, ``repeat``); a kept window
+    whose warmup would begin before step 1 begins at step 1 with the warmup steps that fit.
+    """
+    if not windows:
+        return [], []
+    shift = first_recorded - windows[0].first_recorded
+    kept, passed = [], []
+    for window in windows:
+        moved = Window(window.first + shift, window.warmup, window.active)
+        if moved.first_recorded < 1:
+            passed.append(moved)
+        elif moved.first < 1:
+            kept.append(Window(1, moved.first_recorded - 1, moved.active))
+        else:
+            kept.append(moved)
+    return kept, passed

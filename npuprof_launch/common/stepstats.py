@@ -118,13 +118,17 @@ class ToolSteps:
     (a sleep, a slow rank) fall there too and cannot be told apart from the step times.
     """
 
-    def __init__(self, windows=(), steps: int = 0, warmup: int = 0) -> None:
+    def __init__(self, windows=(), steps: int = 0, warmup: int = 0, offset: int | None = 0) -> None:
+        """``windows`` as the record has them, numbered as the job numbers its steps: ``offset``
+        (the record's ``step_offset``) takes them back to this process's steps, as the step times count."""
         edges, beside = [], []
+        offset = offset or 0
         for window in windows or ():
-            last = window.get("last_step") or window["first_step"]
+            first = window["first_step"] - offset
+            last = (window.get("last_step") or window["first_step"]) - offset
             # From the step before (step 1 at the earliest) to the one after (one the process ran).
             after = min(last + 1, steps) if steps >= last else last + 1
-            edges.append((max(1, window["first_step"] - warmup - 1), after))
+            edges.append((max(1, first - warmup - 1), after))
             care = window.get("aftercare_steps")
             if care:
                 end = care[1] if care[1] is not None else steps

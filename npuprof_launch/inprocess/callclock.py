@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from npuprof_launch.common import outcomes
+from npuprof_launch.common import numbering, outcomes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -137,6 +137,7 @@ class CallClock:
             if session.off:
                 self.passive = True
                 return None
+            session.number_from(0, numbering.CALLS)  # a declared function's calls, as this process makes them
             if self.declared.iterated:
                 session.note_warning(
                     f"{self.declared.describe()} is a generator function: a call returns before its body runs (the "

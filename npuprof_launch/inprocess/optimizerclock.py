@@ -41,7 +41,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
-from npuprof_launch.inprocess import importwatch, stepwrapper
+from npuprof_launch.inprocess import importwatch, resumed, stepwrapper
 from npuprof_launch.inprocess.iterations import Iterations
 
 if TYPE_CHECKING:
@@ -112,6 +112,7 @@ class OptimizerClock:
         stepwrapper.watch_step_returns(self)
         importwatch.finder().watch("torch._dynamo", self._keep_out_of_graphs)
         _watch_grad_scalers(self)
+        resumed.watch_loads(self._torch, self._say)
         os.register_at_fork(after_in_child=self.after_fork)
 
     @property
@@ -188,6 +189,7 @@ class OptimizerClock:
                 if session.off:
                     self._set_hooks(DETACHED)
                     return
+                session.number_from(*resumed.job_numbering(sys._getframe(1)))  # a resumed job's numbering, once
             for _ in range(delta):
                 session.step_ended(inside_range=inside_range)
             if delta < 0:

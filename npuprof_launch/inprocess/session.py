@@ -38,7 +38,7 @@ import os
 import threading
 import time
 
-from npuprof_launch.common import names, options, outcomes, record
+from npuprof_launch.common import names, numbering, options, outcomes, record
 from npuprof_launch.common.record import State
 from npuprof_launch.common.schedule import Schedule, Window
 from npuprof_launch.inprocess import (
@@ -47,10 +47,10 @@ from npuprof_launch.inprocess import (
     hangwatch,
     memoryguard,
     requesttaking,
-    sessionrecord,
     steptiming,
 )
 from npuprof_launch.inprocess.aftercarejobs import AftercareJobs
+from npuprof_launch.inprocess.jobnumbering import JobNumbering
 from npuprof_launch.inprocess.sessionnotes import SessionNotes
 from npuprof_launch.inprocess.windowtimeout import IdleWindows
 
@@ -62,7 +62,7 @@ ITERATION_LABEL = "iteration"
 AFTERCARE_WAIT_S = 120.0
 
 
-class Session(SessionNotes, IdleWindows):
+class Session(SessionNotes, IdleWindows, JobNumbering):
     """One process's (or stage's) profiling. Built by ``opensession.open_session``."""
 
     def __init__(
@@ -124,6 +124,7 @@ class Session(SessionNotes, IdleWindows):
 
         self._windows = list(self.schedule.windows()) if not config.on_demand else []
         self._next = 0
+        self.number_from(0, numbering.FRESH)
         self.window: Window | None = None
         self._stepped = 0
         self._label = None
@@ -298,16 +299,16 @@ class Session(SessionNotes, IdleWindows):
     def _open_window(self, window: Window) -> bool:
         from npuprof_launch.inprocess import backends
 
-        first = self.steps + 1
+        first, off = self.steps + 1, self.step_offset
         if first > window.first:
             moved = window.moved_to(first)
             self.note_outcome(
                 outcomes.LATE_START,
-                first,
-                due=window.first,
-                first=moved.first_recorded,
-                last=moved.last,
-                why=self._late_reason(),
+                first + off,
+                due=window.first + off,
+                first=moved.first_recorded + off,
+                last=moved.last + off,
+                why="step_one" if self.clock_name == "optimizer.step" and self.steps == 0 else "no_safe_point",
             )
             if self._watcher is not None:
                 self._watcher.moved(window, moved)
@@ -317,7 +318,7 @@ class Session(SessionNotes, IdleWindows):
         if holder is not None:
             self.note_outcome(
                 outcomes.SLOT_BUSY,
-                self.steps + 1,
+                self.steps + 1 + off,
                 clock=self.clock_name or "this clock",
                 holder=holder.clock_name or "another clock",
             )
@@ -327,7 +328,7 @@ class Session(SessionNotes, IdleWindows):
                 self.backend = backends.select(self.config, self.note_warning, self.note_profiler)
             self.profiler = self.backend.build(
                 config=self.config,
-                window=window,
+                window=window._replace(first=window.first + off),  # ProfilerStep# counts the job's steps
                 on_trace_ready=self._on_trace_ready,
                 output_dir=self.trace_dir,
                 worker=self.worker,
@@ -344,7 +345,7 @@ class Session(SessionNotes, IdleWindows):
         self._thread = threading.current_thread()
         self.state = State.RUNNING
         self.results.append(
-            {"first_step": window.first_recorded, "last_step": window.last, "complete": False, "traces": []}
+            {"first_step": window.first_recorded + off, "last_step": window.last + off, "complete": False, "traces": []}
         )
         self.results[-1]["profiler_steps_from"] = self.backend.steps_from  # backends.Backend.steps_from
         reason = self._watcher.reason_of(window) if self._watcher is not None else None
@@ -368,10 +369,6 @@ class Session(SessionNotes, IdleWindows):
             with self._points.quiet():
                 self._close_window(complete=False, cause="size_cap", limit_mb=self.config.max_window_mb, grown_mb=grown)
 
-    def _late_reason(self) -> str:
-        """Why a window started late (a key of outcomes.LATE_WHY)."""
-        return "step_one" if self.clock_name == "optimizer.step" and self.steps == 0 else "no_safe_point"
-
     def _profiler_step(self) -> None:
         self._close_label()
         self._stepped += 1
@@ -388,7 +385,7 @@ class Session(SessionNotes, IdleWindows):
         if step < self.window.first_recorded:
             return
         try:
-            self._label = self._points.open_label(f"{ITERATION_LABEL}#{step}")
+            self._label = self._points.open_label(f"{ITERATION_LABEL}#{step + self.step_offset}")
         except Exception:  # noqa: BLE001 - a label is never worth the window
             self._label = None
 
@@ -411,10 +408,10 @@ class Session(SessionNotes, IdleWindows):
         self._close_label()
         result = self.results[-1]
         if not complete:
-            whole = self.steps  # the steps that ended inside the window are whole; the one under way is not
+            whole = self.steps + self.step_offset  # the steps that ended in the window are whole, not the one under way
             result["last_step"] = whole if whole >= result["first_step"] else None
             kept = [result["first_step"], whole] if whole >= result["first_step"] else None
-            self.note_outcome(outcomes.CUT_SHORT, self.steps, by=cause, kept=kept, **detail)
+            self.note_outcome(outcomes.CUT_SHORT, whole, by=cause, kept=kept, **detail)
         profiler, self.window = self.profiler, None
         self._timeout.stop()
         self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
@@ -438,7 +435,7 @@ class Session(SessionNotes, IdleWindows):
             return ()
         names = [f"ProfilerStep#{self._stepped + self.results[-1]['profiler_steps_from']}"]
         if self._label is not None:
-            names.append(f"{ITERATION_LABEL}#{step}")
+            names.append(f"{ITERATION_LABEL}#{step + self.step_offset}")
         return tuple(names)
 
     def _on_trace_ready(self, prof) -> None:
@@ -495,7 +492,7 @@ class Session(SessionNotes, IdleWindows):
         """Another profiler owns this process: say why once, start nothing, keep counting steps."""
         self.declined = reason
         if reason == outcomes.JOB_PROFILER_SENTENCE:
-            self.note_outcome(outcomes.JOB_PROFILER, self.steps)
+            self.note_outcome(outcomes.JOB_PROFILER, self.steps + self.step_offset)
         else:
             self.note_warning(reason)
         self.state = State.OFF
@@ -522,7 +519,7 @@ class Session(SessionNotes, IdleWindows):
         if self.window is None:
             return
         if threading.current_thread() is not self._thread:
-            self.note_outcome(outcomes.LOST_ON_THREAD, self.steps, by=cause)
+            self.note_outcome(outcomes.LOST_ON_THREAD, self.steps + self.step_offset, by=cause)
             self._timeout.stop()
             self.window = self.profiler = self._label = None
             self._lifecycle.slot.release(self)
@@ -532,7 +529,7 @@ class Session(SessionNotes, IdleWindows):
 
     def end(self, how: str) -> None:
         """The process ends (``how``: record.ENDED_*): close the window, write the record a last time."""
-        cause, uncaught = endreason.cause_and_uncaught(how, self.steps)
+        cause, uncaught = endreason.cause_and_uncaught(how, self.steps + self.step_offset)
         if uncaught is not None:
             self.outcomes.append(uncaught)
             self.warnings.append(outcomes.sentence(uncaught))
@@ -541,7 +538,7 @@ class Session(SessionNotes, IdleWindows):
         self.ended = how
         self.step_times_file.write(self.times, self.config.step_times)
         if self.step_times_file.written:
-            self.step_stats = self.step_times_file.stats(self.results, self.steps, self.config.warmup)
+            self.step_stats = self.step_times_file.stats(self.results, self.steps, self.config.warmup, self.step_offset)
         self._aftercare.wait(AFTERCARE_WAIT_S, self.steps)
         self.write_safely()
 
@@ -597,14 +594,3 @@ class Session(SessionNotes, IdleWindows):
 
     def mean_step_s(self) -> float | None:
         return steptiming.mean_step_s(self._first_time, self.times, self.steps)
-
-    def to_record(self) -> dict:
-        return sessionrecord.to_record(self)
-
-    def write_safely(self) -> None:
-        if os.getpid() != self._pid:
-            return
-        try:
-            record.write(self._status_path, self.to_record())
-        except Exception as exc:  # noqa: BLE001 - a full disk or a removed directory must not break the job
-            self._note_error_once(f"could not write the status record {self._status_path}: {exc}")

@@ -1,5 +1,6 @@
 """What a session says and keeps of what happened: its warnings, outcomes, errors and the profiler's
-own messages, each said once on the ``npuprof:`` voice and kept for the status record.
+own messages, each said once on the ``npuprof:`` voice and kept for the status record, and the
+writing of that record (its fields: sessionrecord.py).
 
 A part of Session (session.py) in a module of its own: the clocks, the backends and the parts
 beside the session call these to tell it something, and nothing here decides a step.
@@ -7,7 +8,10 @@ beside the session call these to tell it something, and nothing here decides a s
 
 from __future__ import annotations
 
-from npuprof_launch.common import outcomes
+import os
+
+from npuprof_launch.common import outcomes, record
+from npuprof_launch.inprocess import sessionrecord
 
 
 class SessionNotes:
@@ -47,3 +51,16 @@ class SessionNotes:
         if message not in self.errors:
             self.errors.append(message)
             self._say(message)
+
+    def to_record(self) -> dict:
+        return sessionrecord.to_record(self)
+
+    def write_safely(self) -> None:
+        """Write the status record, in the process that opened the session only (not in a forked
+        child); a full disk or a removed directory is one error, never the job's."""
+        if os.getpid() != self._pid:
+            return
+        try:
+            record.write(self._status_path, self.to_record())
+        except Exception as exc:  # noqa: BLE001
+            self._note_error_once(f"could not write the status record {self._status_path}: {exc}")

@@ -33,7 +33,7 @@ def to_record(session) -> dict:
     results = session.results
     window_steps = None
     if results:
-        window_steps = [results[0]["first_step"], results[-1]["last_step"] or session.steps]
+        window_steps = [results[0]["first_step"], results[-1]["last_step"] or session.steps + session.step_offset]
     return {
         "host": names.host(),
         "pid": os.getpid(),
@@ -53,6 +53,8 @@ def to_record(session) -> dict:
         "backend": session.backend.name if session.backend is not None else None,
         "options": session.config.as_dict(),
         "steps": session.steps,
+        "step_offset": session.step_offset,
+        "numbered_by": session.numbered_by,
         "mean_step_s": session.mean_step_s(),
         "window_steps": window_steps,
         "windows": [dict(result, traces=list(result["traces"])) for result in results],

@@ -17,7 +17,9 @@ checkers and people: no module imports it at run time, so it costs the job nothi
 * it opens its session itself, at its first counted step (a process that never steps has none:
   the exit tally reads ``session`` for that), names itself there (``session.clock_name``, which
   the record and the report show, and ``session.target`` for a declared function), and does
-  nothing more if the session is off;
+  nothing more if the session is off; then, before its first ``step_ended``, it tells the session
+  how the job numbers its steps (``number_from``: the optimizer clock asks resumed.py, once, for
+  a resumed job's count; a call clock numbers calls as the process makes them);
 * it tells the session each step: ``step_ended`` at every boundary (``step_began`` as well where
   the start of a step is seen, so a window can start right there), ``retract`` for a boundary
   taken back. The session treats ``clock_name == "optimizer.step"`` as a clock whose boundaries
@@ -59,6 +61,9 @@ class ClockSession(Protocol):
     @property
     def off(self) -> bool:
         """Whether the session will never profile (bad options, another profiler): the clock stops."""
+
+    def number_from(self, offset: int, source: str) -> None:
+        """The job's step N is this process's N - ``offset`` (``source``: a key of common/numbering.SOURCES)."""
 
     def step_ended(self, *, inside_range: bool, label: object = None) -> None:
         """One step ended; ``inside_range``: inside a range of torch's; ``label``: ``step_began``'s."""

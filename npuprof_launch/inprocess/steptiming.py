@@ -69,14 +69,14 @@ class StepTimesFile:
         except OSError as exc:
             self._note_error(f"could not write the step times {self.path}: {exc}")
 
-    def stats(self, results: list[dict], steps: int, warmup: int) -> dict | None:
+    def stats(self, results: list[dict], steps: int, warmup: int, offset: int = 0) -> dict | None:
         """At the end: this process's own step statistics (stepstats.rank_stats), so the report of a
         thousand ranks reads a few numbers each instead of sorting every step time of the run;
         None when they cannot be had (the report computes them itself then)."""
         from npuprof_launch.common import stepstats
 
         try:
-            profiled = stepstats.ToolSteps(results, steps, warmup)
+            profiled = stepstats.ToolSteps(results, steps, warmup, offset)
             return stepstats.rank_stats(steptimes.read(self.path), profiled)
         except Exception:  # noqa: BLE001 - the report computes them itself then
             return None

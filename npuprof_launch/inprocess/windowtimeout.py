@@ -246,7 +246,7 @@ class IdleWindows:
         self._points.run_pending_now()  # a save that waited for a safe point: it is complete
         if self.window is None:
             return
-        self._closed_idle_at = self.steps
+        self._closed_idle_at = self.steps + self.step_offset  # in the job's numbering, as outcomes are
         limit_s = self.config.window_timeout
         with self._points.quiet():
             self._close_window(complete=False, cause="window_timeout", limit_s=limit_s, idle_s=round(idle_s, 1))
@@ -255,5 +255,5 @@ class IdleWindows:
     def _stepped_after_timeout(self) -> None:
         """The first step after --window-timeout closed a window: said and recorded, not reopened."""
         closed, self._closed_idle_at = self._closed_idle_at, None
-        self.note_outcome(outcomes.STEPPED_AFTER_TIMEOUT, self.steps, closed_at=closed)
+        self.note_outcome(outcomes.STEPPED_AFTER_TIMEOUT, self.steps + self.step_offset, closed_at=closed)
         self.write_safely()

@@ -101,7 +101,7 @@ def read(processes: list[dict], out: str) -> Grid:
         grid.slow.append(any(p.get("slowest_rank") for p in members))
         medians = [m for m in (median_s(p) for p in members) if m]
         grid.medians.append(max(medians) if medians else None)
-        grid.windows.append(sorted({w for p in members for w in process_windows(p)}))
+        grid.windows.append(sorted({w for p in members for w in process_windows(p, by_process=True)}))
     if hi:
         if grid.heat:
             grid.lo_key, grid.hi_key = lo, hi
@@ -227,13 +227,15 @@ def median_s(process: dict) -> float | None:
     return process.get("median_step_s") or process.get("mean_step_s")
 
 
-def process_windows(process: dict) -> list[tuple[int, int, bool]]:
-    """Its windows that began: (first_step, last_step, complete), as the charts mark them and the table lists them."""
+def process_windows(process: dict, *, by_process: bool = False) -> list[tuple[int, int, bool]]:
+    """Its windows that began: (first_step, last_step, complete), as the table lists them (the job's
+    step numbers) or, ``by_process``, as the charts mark them over its step times (this process's)."""
     found = []
+    shift = int(process.get("step_offset") or 0) if by_process else 0
     for window in process.get("windows") or ():
         first = window.get("first_step")
         if first is None:
             continue
         last = window.get("last_step") or first
-        found.append((int(first), int(last), bool(window.get("complete"))))
+        found.append((int(first) - shift, int(last) - shift, bool(window.get("complete"))))
     return found

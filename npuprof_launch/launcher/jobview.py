@@ -79,7 +79,8 @@ def load(process: dict, output_dir: str, warmup: int = 0) -> dict | None:
     if not path:
         return None
     durations = steptimes.read(os.path.join(output_dir, path))
-    return stepstats.rank_stats(durations, stepstats.ToolSteps(process.get("windows"), len(durations) + 1, warmup))
+    tool = stepstats.ToolSteps(process.get("windows"), len(durations) + 1, warmup, process.get("step_offset"))
+    return stepstats.rank_stats(durations, tool)
 
 
 class Steps(NamedTuple):
@@ -97,7 +98,8 @@ def read_steps(process: dict, output_dir: str) -> Steps | None:
         return None
     first, durations = steptimes.read_tail(os.path.join(output_dir, path), COMPARED_STEPS)
     steps = first + len(durations) - 1
-    return Steps(first, durations, stepstats.ToolSteps(process.get("windows"), steps, process.get("warmup") or 0))
+    tool = stepstats.ToolSteps(process.get("windows"), steps, process.get("warmup") or 0, process.get("step_offset"))
+    return Steps(first, durations, tool)
 
 
 def summarize(
@@ -348,7 +350,8 @@ def _spike_group(stage: dict, step: int, items: list[dict]) -> dict:
 
 def _tool_steps(timed: list[dict], series: dict, step_time: dict | None, undecidable: list[dict]) -> dict | None:
     """The steps the tool's own work touched, apart, with their cost: the windows with the steps that
-    start and stop them (the profiler's own cost), and the steps beside a window's aftercare."""
+    start and stop them (the profiler's own cost), and the steps beside a window's aftercare; in the
+    job's numbering, as the windows are (a resumed job's ``step_offset``)."""
     recorded: list[list[int]] = []
     beside: list[list[int]] = []
     low = high = None
@@ -356,13 +359,14 @@ def _tool_steps(timed: list[dict], series: dict, step_time: dict | None, undecid
         steps = series.get(id(process))
         if steps is None:
             continue
+        shift = process.get("step_offset") or 0
         for first, last in steps.tool.spans():
-            recorded.append([first, last])
+            recorded.append([first + shift, last + shift])
             cut = steps.durations[max(0, first - steps.first) : max(0, last - steps.first + 1)]
             if cut:
                 low = min(cut) if low is None else min(low, min(cut))
                 high = max(cut) if high is None else max(high, max(cut))
-        beside.extend(steps.tool.aftercare_spans())
+        beside.extend([first + shift, last + shift] for first, last in steps.tool.aftercare_spans())
     if not recorded and not beside:
         return None
     recorded, beside = stepstats.merged(recorded), stepstats.merged(beside)

@@ -231,6 +231,8 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
             "backend",
             "state",
             "steps",
+            "step_offset",
+            "numbered_by",
             "windows_planned",
             "windows_completed",
             "partial_traces",
@@ -287,6 +289,7 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
     the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning."""
     done = f"{process['windows_completed']} of {process['windows_planned']}"
     steps = record.get("steps")
+    at = steps + (record.get("step_offset") or 0) if isinstance(steps, int) else steps  # the job's number of it
     found = outcomes.of_record(record)
     cut = outcomes.of_kind(found, outcomes.CUT_SHORT)
     if record.get("on_demand"):
@@ -297,30 +300,32 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
     threads = outcomes.of_kind(found, *outcomes.THREAD_KINDS)
     if threads:
         return f"{done} windows completed: {outcomes.sentence(threads[0])}"
+    passed = outcomes.of_kind(found, outcomes.FROM_STEP_PASSED)
+    if passed and len(passed) + process["windows_completed"] >= (process["windows_planned"] or 0):
+        return f"{done} windows completed: {outcomes.sentence(passed[0])}"
     ended = _how_the_job_ended(run)
     raised = [outcomes.sentence(outcome) for outcome in outcomes.of_kind(found, outcomes.UNCAUGHT)]
     if cut:
         kept, by, stopped = outcomes.kept_words(cut[-1]), cut[-1].get("by"), _stopped_by(run)
         for signal_name in ("SIGINT", "SIGTERM"):
             if signal_name in (by, stopped):
-                return f"interrupted by {signal_name} at step {steps}; {kept} (partial)"
+                return f"interrupted by {signal_name} at step {at}; {kept} (partial)"
         if raised:
             return f"{done} windows completed: {raised[0]}; {kept}"
         if by == "window_timeout":
             return f"{done} windows completed: {outcomes.sentence(cut[-1])} (partial)"
         if by == "exit":
             if ended:
-                return f"{done} windows completed: {ended} at step {steps}; {kept}"
-            if stopped_stepping(cut[-1], process.get("median_step_s")):
+                return f"{done} windows completed: {ended} at step {at}; {kept}"
+            if outcomes.stopped_stepping(cut[-1], process.get("median_step_s")):
                 return (
-                    f"{done} windows completed: the process stopped stepping after step {steps}, inside a window, "
+                    f"{done} windows completed: the process stopped stepping after step {at}, inside a window, "
                     f"and ended {cut[-1]['idle_s']} s later; {kept} (partial); --window-timeout SECONDS saves such a "
                     "window while the process still runs"
                 )
-            return f"{_ran_short(record, done, steps)}; {kept}"
+            return f"{wording.ran_short(record, done, steps)}; {kept}"
         return (
-            f"{done} windows completed: the window was cut short by {outcomes.cut_words(cut[-1])} at step {steps}; "
-            f"{kept}"
+            f"{done} windows completed: the window was cut short by {outcomes.cut_words(cut[-1])} at step {at}; {kept}"
         )
     if raised:
         return f"{done} windows completed: {raised[0]}, before the schedule completed"
@@ -329,32 +334,9 @@ def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) 
     if stale:
         return (
             f"{done} windows completed: it ended without its exit handlers (os._exit in a library, a kill, out of "
-            f"memory); last known step {steps}"
+            f"memory); last known step {at}"
         )
-    return _ran_short(record, done, steps)
-
-
-#: A window cut short by the process's end after this many of its step times without a step was
-#: left by a process that stopped stepping (an idle rank), not by a job that ran short of steps.
-IDLE_STEP_TIMES = 10
-
-
-def stopped_stepping(cut: dict, median_step_s: float | None) -> bool:
-    """Whether a window the process's end cut short (``cut``, outcomes.CUT_SHORT) was left by a
-    process that had stopped stepping: idle for outcomes.IDLE_TOLD_S or more before it ended, and
-    for IDLE_STEP_TIMES of its step times (a job that ran short ends soon after its last step)."""
-    idle = outcomes.idle_told(cut)
-    return idle is not None and (not median_step_s or idle >= IDLE_STEP_TIMES * median_step_s)
-
-
-def _ran_short(record: dict, done: str, steps) -> str:
-    """The job ended normally and really ran short of steps: the schedule's numbers, and the fix."""
-    formula = options.schedule_of(record.get("options") or {}).formula()
-    ran = wording.count(steps, "step") if isinstance(steps, int) else f"{steps} steps"
-    return (
-        f"{done} windows completed: the job ran {ran}, the schedule needs {formula}; "
-        "lower --skip-first/--active/--repeat or run more steps"
-    )
+    return wording.ran_short(record, done, steps)
 
 
 def _stopped_by(run: dict | None) -> str | None:

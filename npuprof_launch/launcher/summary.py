@@ -7,7 +7,7 @@ rank, the next command to run, and how to open what was written.
 
 from __future__ import annotations
 
-from npuprof_launch.common import names
+from npuprof_launch.common import names, numbering
 from npuprof_launch.launcher import jobview, runs, wording
 
 #: Rows shown before "... and N more".
@@ -44,6 +44,7 @@ def format_table(report: dict, verbose: bool = False) -> str:
             f"  step time (each rank's median time between step boundaries): median {_ms(step['median'])} ms, "
             f"p90 {_ms(step['p90'])} ms; slowest step {_ms(step['max'])} ms"
         )
+    lines.extend(f"  {line}" for line in numbering_lines(processes))
     if job.get("no_rank_stands_out"):
         lines.append(f"  no rank stands out: {job['no_rank_stands_out']}")
     for line in (job.get("tool_steps") or {}).get("lines") or ():
@@ -93,6 +94,30 @@ def format_table(report: dict, verbose: bool = False) -> str:
         if "npu" in backends:
             lines.append(f"{names.VOICE} {OPEN_NPU.format(out=out)}")
     return "\n".join(lines)
+
+
+def numbering_lines(processes: list[dict]) -> list[str]:
+    """A resumed job's numbering, once per distinct start: its steps are the job's, not the process's."""
+    starts: dict[tuple, list[dict]] = {}
+    for process in processes:
+        offset = process.get("step_offset") or 0
+        if offset or not numbering.known(process.get("numbered_by")):
+            starts.setdefault((offset, process.get("numbered_by")), []).append(process)
+    lines = []
+    for (offset, source), members in sorted(starts.items(), key=lambda item: item[0][0]):
+        spans = sorted(
+            {(w["first_step"], w["last_step"]) for p in members for w in p.get("windows") or () if w.get("last_step")}
+        )
+        windows = "; windows: steps " + ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in spans) if spans else ""
+        who = "" if len(members) == len(processes) else f" ({wording.count(len(members), 'process')})"
+        if not numbering.known(source):
+            lines.append(f"steps numbered from each process's first{who}: by {numbering.words(source)}{windows}")
+            continue
+        lines.append(
+            f"steps numbered as the job numbers them{who}: this run began at the job's step {offset + 1}, by "
+            f"{numbering.words(source)}{windows}"
+        )
+    return lines
 
 
 def _rows_to_show(processes: list[dict], report: dict) -> list[dict]:

@@ -3,7 +3,7 @@ reasons all say a count, the headline and "incomplete" through here, so they nev
 
 from __future__ import annotations
 
-from npuprof_launch.common import processlog
+from npuprof_launch.common import options, processlog
 from npuprof_launch.launcher import jobview, runs
 
 
@@ -60,4 +60,24 @@ def no_step(idle_count: int, idle: list[dict]) -> str:
     return (
         f"{head}; if the job has no optimizer (inference, RL), pass --target MOD:QUALNAME naming the function that "
         "runs one step"
+    )
+
+
+def ran_short(record: dict, done: str, steps) -> str:
+    """The job ended normally and really ran short of steps: the schedule's numbers, and the fix;
+    with --from-step, in the job's numbers (a resumed process's steps are the job's from step_offset + 1)."""
+    given = record.get("options") or {}
+    schedule = options.schedule_of(given)
+    ran = count(steps, "step") if isinstance(steps, int) else f"{steps} steps"
+    if given.get("from-step") is not None and isinstance(steps, int):
+        offset, windows = record.get("step_offset") or 0, schedule.windows()
+        last = windows[-1].last - windows[0].first_recorded + given["from-step"]
+        return (
+            f"{done} windows completed: this process ran {ran}, the job's steps {offset + 1}-{offset + steps}, and "
+            f"the windows from --from-step {given['from-step']} need the job's steps up to {last}; lower "
+            "--from-step/--active/--repeat or run more steps"
+        )
+    return (
+        f"{done} windows completed: the job ran {ran}, the schedule needs {schedule.formula()}; "
+        "lower --skip-first/--active/--repeat or run more steps"
     )

@@ -6,6 +6,8 @@ Everything the Trainer writes goes to a temporary directory. Prints the final tr
 the Trainer's own count of optimizer steps and an exact checksum of the weights.
 
 --compile   TrainingArguments(torch_compile=True) with the "eager" backend (no C++ compiler needed)
+--checkpoints DIR   the Trainer writes there instead, and saves a checkpoint after its last step
+--resume    resume from the latest checkpoint in --checkpoints (``resume_from_checkpoint=True``)
 """
 
 import argparse
@@ -33,6 +35,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--checkpoints")
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
 
     set_seed(0)
@@ -48,7 +52,7 @@ def main() -> None:
     model = BertForSequenceClassification(config)
     with tempfile.TemporaryDirectory() as scratch:
         training_args = TrainingArguments(
-            output_dir=scratch,
+            output_dir=args.checkpoints or scratch,
             max_steps=args.steps,
             per_device_train_batch_size=4,
             gradient_accumulation_steps=2,
@@ -57,13 +61,14 @@ def main() -> None:
             use_cpu=True,
             report_to="none",
             logging_strategy="no",
-            save_strategy="no",
+            save_strategy="steps" if args.checkpoints else "no",
+            save_steps=args.steps,
             disable_tqdm=True,
             torch_compile=args.compile,
             torch_compile_backend="eager" if args.compile else None,
         )
         trainer = Trainer(model=model, args=training_args, train_dataset=Synthetic(64, 64, 8))
-        result = trainer.train()
+        result = trainer.train(resume_from_checkpoint=True if args.resume else None)
     print(f"loss {result.training_loss!r}")
     print(f"optimizer_steps {trainer.state.global_step}")
     print(f"checksum {checksum(model)}")

@@ -11,6 +11,8 @@ count of optimizer steps and an exact checksum of the weights.
                   ranks as subprocesses, setting LOCAL_RANK and NODE_RANK but no RANK) or
                   "ddp_spawn" (torch.multiprocessing.spawn, which sets none); every rank prints
                   its own lines, prefixed with its global rank
+--save PATH       save a checkpoint (trainer.save_checkpoint) after the last step
+--resume PATH     resume from that checkpoint (trainer.fit(..., ckpt_path=PATH))
 """
 
 import argparse
@@ -47,6 +49,8 @@ def main() -> None:
     parser.add_argument("--profiler", choices=["simple", "pytorch"])
     parser.add_argument("--devices", type=int, default=1)
     parser.add_argument("--strategy", default="auto")
+    parser.add_argument("--save")
+    parser.add_argument("--resume")
     args = parser.parse_args()
 
     L.seed_everything(0, verbose=False)
@@ -69,7 +73,9 @@ def main() -> None:
             profiler=args.profiler,
             default_root_dir=scratch,
         )
-        trainer.fit(model, loader)
+        trainer.fit(model, loader, ckpt_path=args.resume)
+        if args.save:
+            trainer.save_checkpoint(args.save)
     prefix = f"rank {trainer.global_rank} " if args.devices > 1 else ""
     lines = [f"{prefix}loss {model.last_loss.item()!r}"] if model.last_loss is not None else []
     lines += [f"{prefix}optimizer_steps {trainer.global_step}", f"{prefix}checksum {checksum(model)}"]

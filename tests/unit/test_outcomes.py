@@ -20,6 +20,8 @@ EXAMPLES = [
     outcomes.make(outcomes.SLOT_BUSY, 7, clock="lib:f", holder="optimizer.step"),
     outcomes.make(outcomes.JOB_PROFILER, 3),
     outcomes.make(outcomes.UNCAUGHT, 3, type="ValueError", message="boom"),
+    outcomes.make(outcomes.FROM_STEP_PASSED, 6, first=3, last=4, began=6, source="optimizer_state"),
+    outcomes.make(outcomes.NUMBERING_UNKNOWN, None, from_step=4, source="no_count"),
     outcomes.make(outcomes.NOTE, None, text="the profiler logged a warning: x"),
     outcomes.make(outcomes.CUT_SHORT, 2, by="window_timeout", kept=[1, 2], limit_s=2.0, idle_s=2.1),
     outcomes.make(outcomes.STEPPED_AFTER_TIMEOUT, 3, closed_at=2),

@@ -76,6 +76,8 @@ def standin(**fields) -> types.SimpleNamespace:
         "requests": [],
         "backend": types.SimpleNamespace(name="torch"),
         "steps": 9,
+        "step_offset": 0,
+        "numbered_by": "fresh",
         "mean_step_s": lambda: 0.5,
         "results": [],
         "schedule": types.SimpleNamespace(length=lambda: 12, windows=lambda: ("w1", "w2")),
@@ -103,6 +105,9 @@ def test_the_window_steps_run_from_the_first_window_to_the_last_or_to_the_count(
     open_one = {"first_step": 7, "last_step": None, "complete": False, "traces": []}
     built = sessionrecord.to_record(standin(results=[first, open_one]))
     assert built["window_steps"] == [3, 9], "a window with no whole step yet ends at the count"
+    resumed = sessionrecord.to_record(standin(results=[open_one], step_offset=5, numbered_by="optimizer_state"))
+    assert resumed["window_steps"] == [7, 14], "a resumed job's count is the job's step 14, its 9th here"
+    assert (resumed["steps"], resumed["step_offset"], resumed["numbered_by"]) == (9, 5, "optimizer_state")
     assert built["windows"] == [first, open_one]
     assert (built["clock"], built["target"], built["stage"], built["range"]) == ("f", "lib:f", "rollout", True)
     assert (built["backend"], built["mean_step_s"], built["state"], built["ended"]) == ("torch", 0.5, "running", "exit")

@@ -133,10 +133,10 @@ def test_the_sentences_of_an_idle_window():
 
 def test_an_idle_rank_is_told_apart_from_a_job_that_ran_short():
     idle = outcomes.make(outcomes.CUT_SHORT, 2, by="exit", kept=[1, 2], idle_s=3.0)
-    assert report.stopped_stepping(idle, 0.03)
-    assert report.stopped_stepping(idle, None)
-    assert not report.stopped_stepping(idle, 0.5), "3 s is six steps of 0.5 s: a job that ran short"
-    assert not report.stopped_stepping(outcomes.make(outcomes.CUT_SHORT, 2, by="exit", kept=[1, 2], idle_s=0.4), None)
+    assert outcomes.stopped_stepping(idle, 0.03)
+    assert outcomes.stopped_stepping(idle, None)
+    assert not outcomes.stopped_stepping(idle, 0.5), "3 s is six steps of 0.5 s: a job that ran short"
+    assert not outcomes.stopped_stepping(outcomes.make(outcomes.CUT_SHORT, 2, by="exit", kept=[1, 2], idle_s=0.4), None)
     record = {"steps": 2, "options": {"skip-first": 0, "active": 3}, "outcomes": [idle]}
     process = {"windows_completed": 0, "windows_planned": 1, "median_step_s": 0.03}
     why = report._why_incomplete(record, process, None, False)

@@ -1,0 +1,82 @@
+"""Issue 27, item 4: a job resumed from a checkpoint is numbered as the job numbers its steps.
+
+tests/scripts/resume_job.py is a hand-written loop with Adam that saves a checkpoint after the
+job's step 5 (model, optimizer state, its own ``global_step``); the runs here load it and make the
+job's steps 6-10. Profiled with ``--skip-first 1 --active 2`` the window holds this process's
+steps 2 and 3, the job's 7 and 8: the trace's ``ProfilerStep#`` and ``iteration#`` labels, the
+record and ``--check`` say 7 and 8, and the job's results are bit-identical to the bare resumed
+run. ``--from-step`` places windows by the job's steps, and says when one had passed before the
+process began. The Hugging Face Trainer's resume is in test_frameworks.py; the pure logic in
+tests/unit/test_job_numbering.py.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import assert_ok, check_json, npuprof, python, script, status_records, step_spans, torch_traces
+
+JOB = script("resume_job.py")
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory) -> dict:
+    """One checkpoint after the job's step 5, the bare resumed run, and two profiled resumed runs:
+    ``--skip-first 1 --active 2``, and ``--from-step 4 --wait 3 --active 2 --repeat 2`` (windows at
+    the job's steps 4-5, passed, and 9-10)."""
+    root = tmp_path_factory.mktemp("resumed")
+    checkpoint = str(root / "ckpt.pt")
+    assert_ok(python([JOB, "--save", checkpoint, "--steps", "5"]))
+    resume = [sys.executable, JOB, "--load", checkpoint, "--steps", "10"]
+    bare = python(resume[1:])
+    assert_ok(bare)
+    runs = {"bare": bare}
+    for name, schedule in (
+        ("skip", ["--skip-first", "1", "--active", "2"]),
+        ("from", ["--from-step", "4", "--wait", "3", "--active", "2", "--repeat", "2"]),
+    ):
+        out = str(root / name)
+        runs[name] = (npuprof([*schedule, "--output-dir", out, "--", *resume]), out)
+    return runs
+
+
+def checksum(stdout: str) -> str:
+    return next(line for line in stdout.splitlines() if line.startswith("checksum "))
+
+
+@pytest.mark.xdist_group("resumed")
+def test_a_resumed_runs_window_is_labelled_with_the_jobs_steps(resumed):
+    result, out = resumed["skip"]
+    assert_ok(result)
+    assert "job steps 6-10" in result.stdout
+    assert checksum(result.stdout) == checksum(resumed["bare"].stdout), "the load is the job's, untouched"
+    (trace,) = torch_traces(out)
+    assert step_spans(trace) == ["ProfilerStep#7", "iteration#7", "ProfilerStep#8", "iteration#8"]
+    (record,) = status_records(out)
+    assert record["steps"] == 5, "the process counts its own 5 steps"
+    assert (record["step_offset"], record["numbered_by"]) == (5, "optimizer_state")
+    assert record["window_steps"] == [7, 8]
+    code, report = check_json(out)
+    assert code == 0 and report["passed"], report
+    assert [(w["first_step"], w["last_step"]) for w in report["processes"][0]["windows"]] == [(7, 8)]
+    check = npuprof(["--check", out])
+    assert "this run began at the job's step 6" in check.stdout and "windows: steps 7-8" in check.stdout
+
+
+@pytest.mark.xdist_group("resumed")
+def test_from_step_places_windows_by_the_jobs_steps_and_tells_one_already_passed(resumed):
+    result, out = resumed["from"]
+    assert_ok(result)
+    assert checksum(result.stdout) == checksum(resumed["bare"].stdout)
+    (trace,) = torch_traces(out)
+    assert step_spans(trace) == ["ProfilerStep#9", "iteration#9", "ProfilerStep#10", "iteration#10"]
+    (record,) = status_records(out)
+    assert record["window_steps"] == [9, 10]
+    (passed,) = [o for o in record["outcomes"] if o["kind"] == "from_step_passed"]
+    assert (passed["first"], passed["last"], passed["began"]) == (4, 5, 6)
+    code, report = check_json(out)
+    assert code != 0 and not report["passed"], "a window asked for and never recorded fails the check"
+    (problem,) = report["problems"]
+    assert "1 of 2 windows completed" in problem and "had passed before this process's first step" in problem
+    assert "the job's step 6" in problem
