@@ -125,7 +125,9 @@ class ToolSteps:
             edges.append((window["first_step"] - warmup - 1, last + 1))
             care = window.get("aftercare_steps")
             if care:
-                beside.append((care[0], care[1] if care[1] is not None else steps))
+                span = (care[0], care[1] if care[1] is not None else steps)
+                if span[1] >= span[0]:  # none where the process ended (or re-executed itself) first
+                    beside.append(span)
         self._spans = merged(edges)
         self._firsts = [first for first, _ in self._spans]
         self._beside = merged(beside)
