@@ -101,6 +101,11 @@ class OptimizerClock:
         self._slow = self._advance
         #: What the step wrapper calls after a step returned, kept out of dynamo's reach like ``_slow``.
         self._slow_after = self._after_step
+        #: What a counted ``step`` (a scaler's, a wrapper's: ``_counting``) calls around the step,
+        #: kept out of dynamo's reach like ``_slow``: enter, leave, and the count of an outermost one.
+        self._enter_now, self._leave_now, self._outer_now = self.enter, self.leave, self.outer_step
+        #: The counted steps (``_counting``), whose frames dynamo skips like the step wrappers'.
+        self._counted: list = []
         self._pre_hook, self._exact_hook = self._hooks()
         #: Global hooks, only where this torch has no step wrapper to take the place of.
         self._hooked = False
@@ -333,6 +338,8 @@ class OptimizerClock:
             return
         self._slow = disable(self._advance)
         self._slow_after = disable(self._after_step)
+        self._enter_now, self._leave_now = disable(self.enter), disable(self.leave)
+        self._outer_now = disable(self.outer_step)
         skip_code = getattr(importlib.import_module("torch._dynamo.eval_frame"), "skip_code", None)
         is_compiling = getattr(getattr(self._torch, "compiler", None), "is_compiling", None)
         try:
@@ -344,7 +351,7 @@ class OptimizerClock:
             self._dynamo = types.SimpleNamespace(is_compiling=is_compiling, callback=callback)
         else:
             self._skip = getattr(importlib.import_module("torch._dynamo.decorators"), "skip", None)
-        for wrapper in self._step_wrappers:
+        for wrapper in self._step_wrappers + self._counted:
             if self._skip is not None:
                 self._skip(wrapper)
         if self._hooked:
@@ -397,19 +404,31 @@ def _holds(owner, held: list) -> bool:
 
 def _counting(clock: OptimizerClock, step, key_of):
     """``step`` wrapped so that each outermost call counts one step of ``key_of(args)``, even one
-    that never reaches an optimizer (a skipped step); nested steps inside it are not counted."""
+    that never reaches an optimizer (a skipped step); nested steps inside it are not counted.
+
+    For dynamo it is ``step`` itself, as the step wrapper is torch's (stepwrapper.py): traced into
+    a graph it is ``step`` (the optimizer's own step inside counts, through its wrapper); as a
+    frame it is skipped and the clock's calls are disabled, so that only ``step``'s frame compiles.
+    """
     import functools
 
     @functools.wraps(step)
     def counted(*args, **kwargs):
-        clock.enter()
+        dynamo = clock._dynamo
+        if dynamo is not None and dynamo.is_compiling():
+            return step(*args, **kwargs)
+        clock._enter_now()
         try:
             return step(*args, **kwargs)
         finally:
-            if clock.leave() == 0:
-                clock.outer_step(key_of(args), inside_range=False)
+            if clock._leave_now() == 0:
+                clock._outer_now(key_of(args), inside_range=False)
 
     counted._npuprof_counted = True
+    clock._counted.append(counted)
+    skip = getattr(clock, "_skip", None)
+    if skip is not None:
+        skip(counted)
     return counted
 
 

@@ -1,16 +1,22 @@
-"""The optimizer step wrapper: the moment after an optimizer's ``step`` returns, where the lean clock counts.
+"""The optimizer step wrapper: where the step clock counts, before and after an optimizer's range.
 
 torch wraps each optimizer class's ``step`` once (``Optimizer.profile_hook_step``); the optimizer
-clock (optimizerclock.py) puts its own wrapper in that place, so that every step has a moment
-after torch's ``Optimizer.step#`` range closes: the safe point for what a post hook asked for,
-and where lean mode counts a step by itself (no hook, no extra frame). This code runs on every
-step of every optimizer, so it is written for that: closures over plain locals, the clock's state
-read as plain attributes (``_sole``, ``_lean``, ``_lean_next``, ``_session``, ``_points``,
-``_slow``, ``_slow_after``: the names both modules keep), and torch's own wrapper copied rather
-than wrapped where it is the one every release has. It is a module of its own because it follows
-torch's code, not ours: tests/test_torch_contract.py holds ``TORCH_STEP_NAMES`` to each release,
-tests/unit/test_step_wrapper.py drives ``_around`` with no torch, and benchmarks/job.py finds the
-wrapper by this file's name.
+clock (optimizerclock.py) puts its own wrapper in that place and counts there, not in global
+hooks: before torch's ``Optimizer.step#`` range opens, the depth of nested steps (exact mode);
+after it closes, the count (exact mode's slow path, or lean mode's count and time by itself, no
+extra frame), and the safe point for an action that waits for the step's return. Global hooks
+would sit in the dict torch's wrapper iterates, which a compiled training step traces: the job
+would not compile as it does bare (issue 27). For dynamo the wrapper is torch's: traced into a
+graph it is torch's own (``is_compiling``), and as a frame it is skipped (``skip_code``: its lines
+run eagerly) but calls torch's wrapper whenever a compiled region runs it, so that dynamo compiles
+torch's frame as it would bare. This code runs on every step of every optimizer, so it is written
+for that: closures over plain locals, the clock's state read as plain attributes (``_sole``,
+``_lean``, ``_exact``, ``_lean_next``, ``_session``, ``_points``, ``_local``, ``_dynamo``,
+``_slow``, ``_slow_after``, ``_exact_only``, ``_broken``: the names both modules keep), and
+torch's own wrapper copied rather than wrapped where it is the one every release has. It is a
+module of its own because it follows torch's code, not ours: tests/test_torch_contract.py holds
+``TORCH_STEP_NAMES`` to each release, tests/unit/test_step_wrapper.py drives ``_around`` with no
+torch, and benchmarks/job.py finds the wrapper by this file's name.
 """
 
 from __future__ import annotations
