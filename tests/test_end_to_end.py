@@ -266,10 +266,12 @@ HOOKS_AFTER = (
 )
 
 
-@pytest.mark.parametrize(("mode", "hooks"), [("plain", "hooks 0 0"), ("gan", "hooks 1 1")])
-def test_after_the_last_window_the_clock_sheds_its_hooks(out, mode, hooks):
-    """One optimizer, no wrapper: no hook of torch's remains (the step wrapper counts, after the step
-    returns); otherwise the exact counter stays. Either way every step is counted."""
+@pytest.mark.parametrize("mode", ["plain", "gan"])
+def test_the_clock_holds_no_global_hook_of_torchs(out, mode):
+    """The clock counts in the step wrapper, lean (one optimizer) or exact (two): no global
+    optimizer-step hook of torch's is ever the tool's (a compiled step would trace it, issue 27),
+    and every step is counted."""
+    hooks = "hooks 0 0"
     result = npuprof(
         ["--output-dir", out, "--", sys.executable, "-c", HOOKS_AFTER, TRAIN, "--mode", mode, "--steps", "9"]
     )

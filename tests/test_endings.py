@@ -9,6 +9,7 @@ stops stepping inside a window (its end, or DDP's Join with uneven inputs) keeps
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import pytest
@@ -30,10 +31,10 @@ UNEVEN = script("uneven_join.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
 
 
-def run(out, how, *schedule):
-    bare = python([ENDINGS, "--how", how])
+def run(out, how, *schedule, job=()):
+    bare = python([ENDINGS, "--how", how, *job])
     assert_ok(bare)
-    result = npuprof([*schedule, "--output-dir", out, "--", sys.executable, ENDINGS, "--how", how])
+    result = npuprof([*schedule, "--output-dir", out, "--", sys.executable, ENDINGS, "--how", how, *job])
     assert_ok(result)
     assert result.stdout == bare.stdout
     return result
@@ -74,6 +75,38 @@ def test_a_process_that_re_executes_itself_counts_on_in_its_new_image(out):
     code, report = check_json(out)
     assert code == 0, report
     assert "replaced itself with os.exec" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("at", "passed", "kept"),
+    [(3, False, ["ProfilerStep#2", "iteration#2", "ProfilerStep#3", "iteration#3"]), (5, True, None)],
+    ids=["inside_the_window", "after_the_window"],
+)
+def test_a_process_that_re_executes_itself_after_opening_a_window_accounts_for_both_images(out, at, passed, kept):
+    """Issue 27: a job that re-executes itself once with its own arguments (an environment marker
+    says it did), after iteration ``at``, under a window over steps 2-4. The old image's record
+    ends with the exec and holds the window (cut short at step 3, or whole); the new image counts
+    on and plans no window of its own. The report shows the old image's trace in a row of its own
+    and, where it was cut short, says so as the problem, never "the schedule needs more steps"."""
+    result = run(out, "exec_again", "--skip-first", "1", "--active", "3", job=("--at", str(at)))
+    old, new = sorted(status_records(out), key=lambda r: r["started_ns"])
+    assert old["pid"] == new["pid"] and old["ended"] == "exec" and new["ended"] == "exit"
+    assert old["steps"] == at and new["steps"] == at + 8
+    assert new["windows"] == [] and new["windows_planned"] == 0
+    (trace,) = torch_traces(out)
+    assert old["traces"] == [os.path.relpath(trace, out)]
+    if kept:
+        assert step_spans(trace) == kept
+    code, report = check_json(out)
+    assert (code == 0) is passed, report
+    shown = [t for process in report["processes"] for t in process["traces"]]
+    assert shown == old["traces"]
+    if not passed:
+        (problem,) = report["problems"]
+        assert "before its os.exec" in problem and "cut short by os.exec at step 3" in problem, problem
+    assert "run more steps" not in result.stderr
+    spans = [tuple(map(int, span)) for span in re.findall(r"steps (\d+)-(\d+)", result.stderr)]
+    assert all(first <= last for first, last in spans), result.stderr  # no "steps 4-3" beside an aftercare
 
 
 def test_a_killed_process_is_told_as_such_with_its_last_known_step(out):

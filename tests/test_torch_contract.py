@@ -127,6 +127,15 @@ EXTRA_USES = (
 ALLOWED: dict[str, str] = {
     "torch.optim.optimizer._global_optimizer_pre_hooks.values": "the values of the dict above: a dict's own method",
     "torch.optim.optimizer._global_optimizer_post_hooks.values": "the values of the dict above: a dict's own method",
+    "torch.optim.optimizer._global_optimizer_pre_hooks.items": "the items of the dict above: a dict's own method",
+    "torch._C._dynamo.eval_frame": (
+        "dynamo's C eval-frame module, imported in a try that catches ImportError and AttributeError "
+        "(optimizerclock._keep_out_of_graphs); the table's resolver cannot look inside torch._C's submodules"
+    ),
+    "torch._C._dynamo.eval_frame.get_eval_frame_callback": (
+        "read in that same try: without it the step wrapper runs its copy of torch's wrapper, as before"
+    ),
+    "torch.optim.optimizer._global_optimizer_post_hooks.items": "the items of the dict above: a dict's own method",
     "torch.profiler.profile.step.co_varnames": (
         "the names of a function's locals (its code object's own field): whether step() names steps by "
         "the count before it, read from every release by test_the_step_counter_the_torch_backend_sets_is_the_releases"

@@ -132,7 +132,7 @@ class ToolSteps:
             care = window.get("aftercare_steps")
             if care:
                 end = care[1] if care[1] is not None else steps
-                if end >= care[0]:  # a window saved at the process's end ran beside no step
+                if end >= care[0]:  # none where the process ended (or re-executed itself) first
                     beside.append((care[0], end))
         self._spans = merged(edges)
         self._firsts = [first for first, _ in self._spans]

@@ -1,9 +1,11 @@
 """The optimizer clock: counts training iterations from ``optimizer.step`` (a step clock, stepclock.py).
 
-torch's global optimizer-step hooks fire for every ``torch.optim.Optimizer`` subclass, survive LR
-schedulers and work under ``torch.compile``, where wrapping ``Optimizer.step`` does not
-(reference/launchers.md section 7). Only outermost steps count: a thread-local depth ignores the
-inner ``step`` of a wrapper (an Optimizer subclass calling another's ``step``,
+Every ``torch.optim.Optimizer`` subclass's ``step`` goes through the wrapper torch gives it
+(``Optimizer.profile_hook_step``, where torch's global step hooks run); the clock takes that
+wrapper's place (stepwrapper.py) and counts there, before and after the ``Optimizer.step#``
+range, instead of in global hooks of its own: those would be in the dict a compiled training step
+traces, so the job would not compile as it does bare (issue 27). Only outermost steps count: a
+thread-local depth ignores the inner ``step`` of a wrapper (an Optimizer subclass calling another's ``step``,
 ``GradScaler.step``, or a wrapper that is no Optimizer at all, found on the stack at the first
 step). Which outermost steps end an iteration is iterations.py's business. Two steps are counted
 even when no optimizer stepped:
@@ -17,13 +19,12 @@ even when no optimizer stepped:
   optimizer, found as the caller of the first step that runs; its ``step`` is wrapped from then on.
 
 The clock runs on every iteration of jobs that last days, so it has two modes. It starts
-*exact*: a pre hook keeps the depth and a post hook feeds iterations.py. Once one optimizer is
-known to make every iteration alone (most jobs) it turns *lean*: the hooks go (or give way to a
-no-op where removing one would upset torch's loop, see ``_set_hooks``) and the wrapper each
-optimizer class's ``step`` already has for its safe point (stepwrapper.py) counts the steps, after
-each returns: it checks the optimizer, records the time and adds one to the session's count, in a
-frame that runs anyway. Any other optimizer, a wrapper or a step inside a step sends it back to
-exact for good. All the rest runs in ``_advance``, off the per-step path.
+*exact*: the wrapper keeps the depth before the range and feeds iterations.py after it (the slow
+path). Once one optimizer is known to make every iteration alone (most jobs) it turns *lean*: the
+wrapper only checks the optimizer, records the time and adds one to the session's count, in a
+frame that runs anyway. A torch whose ``Optimizer`` has no ``profile_hook_step`` to take the
+place of gets global hooks instead, and stays exact. Any other optimizer, a wrapper or a step
+inside a step sends it back to exact for good. All the rest runs in ``_advance``, off the per-step path.
 
 That wrapper is in a module of its own because it is torch's code as much as ours (a copy of
 torch's ``profile_hook_step`` wrapper, held to every release by tests/test_torch_contract.py);
@@ -83,6 +84,10 @@ class OptimizerClock:
         self._mode = EXACT
         #: Lean mode, read by the step wrapper on every step (a plain attribute).
         self._lean = False
+        #: Exact mode, read by the step wrapper on every step: it keeps the depth and calls the slow path.
+        self._exact = True
+        #: Once dynamo is imported: its ``is_compiling`` and the eval-frame ``callback`` (stepwrapper.py).
+        self._dynamo = None
         #: Lean mode: id() of the one optimizer whose every step is one iteration; None in the other modes.
         self._sole: int | None = None
         #: The optimizer that may turn the clock lean once its step has returned through the wrapper.
@@ -96,20 +101,25 @@ class OptimizerClock:
         self._slow = self._advance
         #: What the step wrapper calls after a step returned, kept out of dynamo's reach like ``_slow``.
         self._slow_after = self._after_step
+        #: What a counted ``step`` (a scaler's, a wrapper's: ``_counting``) calls around the step,
+        #: kept out of dynamo's reach like ``_slow``: enter, leave, and the count of an outermost one.
+        self._enter_now, self._leave_now, self._outer_now = self.enter, self.leave, self.outer_step
+        #: The counted steps (``_counting``), whose frames dynamo skips like the step wrappers'.
+        self._counted: list = []
         self._pre_hook, self._exact_hook = self._hooks()
-        #: The same hooks as registered: themselves, or on a torch without dynamo's ``skip`` their disabled versions.
-        self._registered = {hook: hook for hook in (self._pre_hook, self._exact_hook)}
-        self._pre_handle = None
-        self._post_handle = None
+        #: Global hooks, only where this torch has no step wrapper to take the place of.
+        self._hooked = False
 
     def install(self) -> None:
-        """Arm the clock, once torch is imported: its hooks, the step wrapper torch will give each
-        optimizer class (stepwrapper.py), dynamo's skips once it exists, the scalers, the fork."""
-        optimizer = importlib.import_module("torch.optim.optimizer")
-        self._pre_handle = optimizer.register_optimizer_step_pre_hook(self._pre_hook)
-        self._post_handle = optimizer.register_optimizer_step_post_hook(self._exact_hook)
+        """Arm the clock, once torch is imported: the step wrapper torch will give each optimizer
+        class (stepwrapper.py; global hooks where there is none), dynamo's skips once it exists,
+        the scalers, the fork."""
         self._step_wrappers: list = []
-        stepwrapper.watch_step_returns(self)
+        if not stepwrapper.watch_step_returns(self):
+            optimizer = importlib.import_module("torch.optim.optimizer")
+            optimizer.register_optimizer_step_pre_hook(self._pre_hook)
+            optimizer.register_optimizer_step_post_hook(self._exact_hook)
+            self._hooked = True
         importwatch.finder().watch("torch._dynamo", self._keep_out_of_graphs)
         _watch_grad_scalers(self)
         resumed.watch_loads(self._torch, self._say)
@@ -123,12 +133,8 @@ class OptimizerClock:
     # -- the hooks torch calls on every optimizer.step ------------------------------------------
 
     def _hooks(self):
-        """The pre hook and the exact post hook: plain functions, one frame each.
-
-        Their common path calls no Python function, so that under a compiled step (where dynamo
-        skips them, see ``_keep_out_of_graphs``) nothing they call is compiled either; every other
-        path goes through ``self._slow``.
-        """
+        """The pre hook and the exact post hook, for a torch with no step wrapper to replace:
+        what the wrapper does before and after the range, as global hooks (inside it)."""
         clock, local = self, self._local
 
         def pre(optimizer, args, kwargs) -> None:
@@ -156,7 +162,7 @@ class OptimizerClock:
         self._local.depth += 1
         if self._mode == LEAN:  # a scaler or a wrapper: inner steps need the depth
             self._iterations.count = self._session.steps  # while lean only the session counted
-            self._set_hooks(EXACT)
+            self._set_mode(EXACT)
         self._exact_only = True
 
     def leave(self) -> int:
@@ -187,7 +193,7 @@ class OptimizerClock:
                 session = self._session = self._new_session()
                 session.clock_name = "optimizer.step"
                 if session.off:
-                    self._set_hooks(DETACHED)
+                    self._set_mode(DETACHED)
                     return
                 session.number_from(*resumed.job_numbering(sys._getframe(1)))  # a resumed job's numbering, once
             for _ in range(delta):
@@ -216,7 +222,7 @@ class OptimizerClock:
                 and self._iterations.sole() == key
             ):
                 self._sole = key
-                self._set_hooks(LEAN)
+                self._set_mode(LEAN)
         except Exception as exc:  # noqa: BLE001
             self._broken = True
             self._say(f"step clock failed, job goes on unprofiled: {exc!r}")
@@ -241,7 +247,7 @@ class OptimizerClock:
         if sole is not None:
             self._exact_only = True
         self._sole = None
-        self._set_hooks(EXACT)
+        self._set_mode(EXACT)
         if self._inside_another_step() or (sole is not None and _holds(obj, [sole])):
             self._exact_only = True
             return False
@@ -302,75 +308,67 @@ class OptimizerClock:
                 return True
         return False
 
-    def _set_hooks(self, mode: str) -> None:
-        """Switch modes, possibly from inside a post hook while torch iterates over the post hooks.
-
-        torch's post hooks are an OrderedDict, and one that changes size under torch's loop
-        raises in the job's ``optimizer.step``, unless the entry removed is the last: the loop
-        has yielded it and asks for nothing more. So outside exact mode the post hook is removed
-        only when it is the last, else replaced in place by one that does nothing (turning lean
-        happens after the step returned, outside any loop, and turning off inside ours, the
-        last). It comes back only when the clock turns exact again, which happens outside
-        torch's loop (after a step returned, when a scaler's or wrapper's step begins, in a
-        forked child). The pre hooks are not being iterated at that moment, so the pre hook
-        comes and goes freely.
-        """
-        optimizer = importlib.import_module("torch.optim.optimizer")
+    def _set_mode(self, mode: str) -> None:
+        """Switch modes: the flags the step wrapper reads on every step. A torch with global hooks
+        instead of the wrapper never turns lean (only the wrapper turns it lean), and in the
+        detached mode its hooks stay and find the clock off (``_broken`` is not needed: the
+        session is off, ``_advance`` returns at once after the first step)."""
         self._mode = mode
         self._lean = mode == LEAN
+        self._exact = mode == EXACT
         if not self._lean:
             self._sole = None  # the step wrapper counts the sole optimizer's steps only while lean
-        wants_pre = mode == EXACT
-        if wants_pre and self._pre_handle is None:
-            self._pre_handle = optimizer.register_optimizer_step_pre_hook(self._registered[self._pre_hook])
-        elif not wants_pre and self._pre_handle is not None:
-            self._pre_handle.remove()
-            self._pre_handle = None
-        hooks = self._post_handle.hooks_dict_ref() if self._post_handle is not None else None
-        if hooks is not None and self._post_handle.id not in hooks:
-            return  # someone else emptied torch's dict (the benchmark's switch): leave it to them
-        if mode == EXACT and self._post_handle is None:
-            self._post_handle = optimizer.register_optimizer_step_post_hook(self._registered[self._exact_hook])
-        elif hooks is None:
-            return  # ours is gone already
-        elif mode == EXACT:
-            hooks[self._post_handle.id] = self._registered[self._exact_hook]
-        elif next(reversed(hooks)) == self._post_handle.id:
-            self._post_handle.remove()  # the last: torch's loop has yielded it and asks no more
-            self._post_handle = None
-        else:
-            hooks[self._post_handle.id] = _nothing  # another hook follows ours: step aside in place
+        if mode == DETACHED and self._hooked:
+            self._broken = True  # the hooks stay registered; they stop at ``_broken``
 
     def _keep_out_of_graphs(self, dynamo) -> None:
-        """Once dynamo exists, a compiled training step must neither trace the hooks nor compile what they call.
+        """Once dynamo exists, a compiled training step must compile as it does bare.
 
-        ``torch._dynamo.decorators.skip`` marks the hooks themselves: dynamo breaks the graph at
-        them and runs them as they are, at no cost in eager code. The slow path goes through
-        ``torch.compiler.disable``, whose eval-frame switch (about 4 us) it pays only at the few
-        steps it runs. A torch without ``skip`` gets the disabled hooks themselves.
+        The step wrappers' own frames are skipped (``torch._dynamo.eval_frame.skip_code``: the
+        clock's lines run eagerly, the frames they call are compiled as ever), and traced into a
+        graph they are torch's own wrapper (stepwrapper.py); for that they need
+        ``torch.compiler.is_compiling`` and the eval-frame callback (set while a compiled region
+        runs its eager calls). The slow path goes through ``torch.compiler.disable``, whose
+        eval-frame switch (about 4 us) it pays only at the few steps it runs. A torch without
+        ``skip_code`` gets the wrappers disabled (``skip``, as before), and without the callback
+        probe they run their own copy of torch's wrapper.
         """
+        import types
+
         disable = getattr(getattr(self._torch, "compiler", None), "disable", None) or getattr(dynamo, "disable", None)
         if disable is None:
             return
         self._slow = disable(self._advance)
         self._slow_after = disable(self._after_step)
-        skip = getattr(importlib.import_module("torch._dynamo.decorators"), "skip", None)
-        self._skip = skip
-        for wrapper in self._step_wrappers:
-            if skip is not None:
-                skip(wrapper)
-        if skip is not None:
-            for hook in self._registered:
-                skip(hook)
-            return
-        self._registered = {hook: disable(hook) for hook in self._registered}
-        for handle, hook in ((self._pre_handle, self._pre_hook), (self._post_handle, self._post_hook_now())):
-            hooks = handle.hooks_dict_ref() if handle is not None else None
-            if hooks is not None and handle.id in hooks and hook is not None:
-                hooks[handle.id] = self._registered[hook]
+        self._enter_now, self._leave_now = disable(self.enter), disable(self.leave)
+        self._outer_now = disable(self.outer_step)
+        skip_code = getattr(importlib.import_module("torch._dynamo.eval_frame"), "skip_code", None)
+        is_compiling = getattr(getattr(self._torch, "compiler", None), "is_compiling", None)
+        try:
+            callback = importlib.import_module("torch._C._dynamo.eval_frame").get_eval_frame_callback
+        except (ImportError, AttributeError):
+            callback = None
+        if skip_code is not None and is_compiling is not None and callback is not None:
+            self._skip = lambda wrapper: skip_code(wrapper.__code__)
+            self._dynamo = types.SimpleNamespace(is_compiling=is_compiling, callback=callback)
+        else:
+            self._skip = getattr(importlib.import_module("torch._dynamo.decorators"), "skip", None)
+        for wrapper in self._step_wrappers + self._counted:
+            if self._skip is not None:
+                self._skip(wrapper)
+        if self._hooked:
+            self._disable_hooks(disable)
 
-    def _post_hook_now(self):
-        return self._exact_hook if self._mode == EXACT else None
+    def _disable_hooks(self, disable) -> None:
+        """The global hooks of a torch with no step wrapper, replaced in place by their disabled versions."""
+        optimizer = importlib.import_module("torch.optim.optimizer")
+        for hooks, hook in (
+            (optimizer._global_optimizer_pre_hooks, self._pre_hook),
+            (optimizer._global_optimizer_post_hooks, self._exact_hook),
+        ):
+            for key, value in list(hooks.items()):
+                if value is hook:
+                    hooks[key] = disable(hook)
 
     def after_fork(self) -> None:
         """A forked child (a DataLoader worker, a fork-started trainer) starts counting from nothing."""
@@ -383,11 +381,7 @@ class OptimizerClock:
         self._lean_next = None
         self._broken = False
         if self._mode != EXACT:
-            self._set_hooks(EXACT)
-
-
-def _nothing(optimizer, args, kwargs) -> None:
-    """A post hook that does nothing: what the clock leaves where it could not remove its own."""
+            self._set_mode(EXACT)
 
 
 def _is_wrapper(owner, held: list, torch) -> bool:
@@ -412,19 +406,31 @@ def _holds(owner, held: list) -> bool:
 
 def _counting(clock: OptimizerClock, step, key_of):
     """``step`` wrapped so that each outermost call counts one step of ``key_of(args)``, even one
-    that never reaches an optimizer (a skipped step); nested steps inside it are not counted."""
+    that never reaches an optimizer (a skipped step); nested steps inside it are not counted.
+
+    For dynamo it is ``step`` itself, as the step wrapper is torch's (stepwrapper.py): traced into
+    a graph it is ``step`` (the optimizer's own step inside counts, through its wrapper); as a
+    frame it is skipped and the clock's calls are disabled, so that only ``step``'s frame compiles.
+    """
     import functools
 
     @functools.wraps(step)
     def counted(*args, **kwargs):
-        clock.enter()
+        dynamo = clock._dynamo
+        if dynamo is not None and dynamo.is_compiling():
+            return step(*args, **kwargs)
+        clock._enter_now()
         try:
             return step(*args, **kwargs)
         finally:
-            if clock.leave() == 0:
-                clock.outer_step(key_of(args), inside_range=False)
+            if clock._leave_now() == 0:
+                clock._outer_now(key_of(args), inside_range=False)
 
     counted._npuprof_counted = True
+    clock._counted.append(counted)
+    skip = getattr(clock, "_skip", None)
+    if skip is not None:
+        skip(counted)
     return counted
 
 

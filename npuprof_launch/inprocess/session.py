@@ -125,6 +125,9 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self._windows = list(self.schedule.windows()) if not config.on_demand else []
         self._next = 0
         self.number_from(0, numbering.FRESH)
+        #: Windows of the schedule that began in the old image of this process (``go_on_from``):
+        #: that image recorded them, in its own record; this one does not plan them again.
+        self.windows_before_exec = 0
         self.window: Window | None = None
         self._stepped = 0
         self._label = None
@@ -179,6 +182,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self.steps = steps
         while self._upcoming() is not None and self._upcoming().first <= steps:
             self._next += 1
+        self.windows_before_exec = self._next
         self.warnings.append(f"this process re-executed itself after step {steps}: counting went on from there")
 
     def start_watching_requests(self, since_ns: int) -> None:

@@ -20,12 +20,13 @@ from npuprof_launch.common.record import State
 def windows_planned(session) -> int:
     """How many windows this session means to record: none when it is off, one per request taken
     when it profiles on demand, else the schedule's and those of the requests it took besides
-    (--on-slowdown)."""
+    (--on-slowdown), less those that began in the old image of a process that re-executed itself
+    (its own record holds them)."""
     if session.state == State.OFF:
         return 0
     if session.on_demand:
         return len(session.requests)
-    return len(session.schedule.windows()) + len(session.requests)
+    return len(session.schedule.windows()) - session.windows_before_exec + len(session.requests)
 
 
 def to_record(session) -> dict:

@@ -69,6 +69,8 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
             problems.append((None, f"status record {record['file']} is unreadable: {record['unreadable']}"))
         elif record.get("ended") == ENDED_EXEC:
             replaced.append(record)
+            if record.get("windows") or record.get("traces"):  # the old image's window: a row of its own
+                processes.append(_process(record, output_dir, run, problems, findings, deep))
         elif record.get("declined"):
             declined.append(record)
             problems.append((record.get("rank"), f"{_label(record)}: not profiled: {record['declined']}"))
@@ -174,7 +176,8 @@ def _label(record: dict) -> str:
     stage = f" stage {record['stage']}" if record.get("stage") else ""
     attempt = runs.attempt_of(record)
     restart = f", after restart {attempt}" if attempt else ""
-    return f"{where}{stage} (pid {record.get('pid')} on {record.get('host')}{restart})"
+    image = ", before its os.exec" if record.get("ended") == ENDED_EXEC else ""
+    return f"{where}{stage} (pid {record.get('pid')} on {record.get('host')}{restart}{image})"
 
 
 def _order(process: dict) -> tuple:

@@ -1,7 +1,9 @@
 """A training step compiled whole, optimizer.step included: dynamo traces the step hooks.
 
-Prints the loss of each step (exact, so any difference from a bare run shows) and how many
-graphs dynamo compiled: a hook that dynamo traced as Python state would add recompiles.
+Prints the loss of each step (exact, so any difference from a bare run shows) and what dynamo
+did: how many graphs and frames it compiled, and each graph break's reason with its count. The
+job must compile the same under the tool: a step wrapper or hook that dynamo traced differently
+would add a graph break, a frame or a recompile, or take one away.
 """
 
 import sys
@@ -26,4 +28,8 @@ def train_step():
 
 for _ in range(12):
     print(f"loss {train_step().item():.10f}")
-print(f"unique graphs {torch._dynamo.utils.counters['stats']['unique_graphs']}")
+counters = torch._dynamo.utils.counters
+print(f"unique graphs {counters['stats']['unique_graphs']}, calls captured {counters['stats']['calls_captured']}")
+print(f"frames {dict(counters['frames'])}")
+for reason, count in sorted(counters["graph_break"].items()):
+    print(f"graph break x{count}: {reason.splitlines()[0]}")

@@ -5,6 +5,8 @@
 --how os_exit_inside  os._exit(0) right after iteration --at, inside the window
 --how exec            after iteration 1 the process replaces itself (os.execv) with this script
                       running the remaining iterations: a new image under the same pid
+--how exec_again     after iteration --at the process re-executes itself once with its own
+                      arguments (an environment marker says it did) and trains from the start
 --how fork_trainer    the training runs in a multiprocessing child started with fork (such a
                       child leaves through os._exit); the parent imports torch and never steps
 Prints the loss after the last iteration and an exact checksum of the weights.
@@ -34,6 +36,10 @@ def train(first: int, last: int, how: str, at: int) -> None:
         if how == "os_exit_inside" and iteration == at:
             print(f"leaving at {iteration}", flush=True)
             os._exit(0)
+        if how == "exec_again" and iteration == at and not os.environ.get("ENDINGS_EXECED"):
+            sys.stdout.flush()
+            os.environ["ENDINGS_EXECED"] = "1"
+            os.execv(sys.executable, [sys.executable, *sys.argv])
         if how == "exec" and iteration == 1:
             sys.stdout.flush()
             os.execv(sys.executable, [sys.executable, __file__, "--how", "plain", "--first", "2", "--steps", str(last)])

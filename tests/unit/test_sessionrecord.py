@@ -81,6 +81,7 @@ def standin(**fields) -> types.SimpleNamespace:
         "mean_step_s": lambda: 0.5,
         "results": [],
         "schedule": types.SimpleNamespace(length=lambda: 12, windows=lambda: ("w1", "w2")),
+        "windows_before_exec": 0,
         "windows_completed": 1,
         "partial_traces": 0,
         "traces": ["a.pt.trace.json"],
@@ -135,3 +136,4 @@ def test_the_windows_planned_come_from_the_schedule_or_from_the_requests():
     assert sessionrecord.windows_planned(standin()) == 2
     assert sessionrecord.windows_planned(standin(on_demand=True, requests=["a", "b", "c"])) == 3
     assert sessionrecord.windows_planned(standin(state=State.OFF, on_demand=True, requests=["a"])) == 0
+    assert sessionrecord.windows_planned(standin(windows_before_exec=1)) == 1  # the old image of an exec took one

@@ -17,11 +17,16 @@ class Optimizer:
     """Something with a step, as torch's wrapper is called: the optimizer first."""
 
 
-def clock_with(session, *, sole=None, lean=False, action=None):
+def clock_with(session, *, sole=None, lean=False, action=None, exact=False):
     calls: list = []
     clock = types.SimpleNamespace(
         _sole=sole,
         _lean=lean,
+        _exact=exact,
+        _exact_only=False,
+        _broken=False,
+        _dynamo=None,
+        _local=types.SimpleNamespace(depth=0),
         _lean_next=None,
         _session=session,
         _points=types.SimpleNamespace(action=action),
@@ -75,3 +80,64 @@ def test_outside_lean_mode_only_what_waits_for_the_return_runs():
     clock._points.action, clock._lean_next = None, id(optimizer)  # the clock may turn lean now
     step(optimizer)
     assert calls == [("after", optimizer)] * 2
+
+
+def test_exact_steps_go_to_the_slow_path_after_the_range_and_a_step_inside_a_step_does_not():
+    outer, inner = Optimizer(), Optimizer()
+    session = types.SimpleNamespace(steps=0, call_at=100, times=[])
+    clock, calls = clock_with(session, exact=True)
+    depths = []
+
+    def hooked(optimizer, *args, **kwargs):
+        depths.append(clock._local.depth)
+        if optimizer is outer:
+            step(inner)  # a subclass's step calling its parent's: one iteration
+        return "out"
+
+    step = stepwrapper._around(clock, hooked)
+    assert step(outer) == "out"
+    assert depths == [1, 2] and clock._local.depth == 0
+    assert calls == [("slow", outer, False)] and clock._exact_only
+
+
+def test_a_step_that_raises_leaves_the_depth_as_it_found_it():
+    optimizer = Optimizer()
+    clock, calls = clock_with(types.SimpleNamespace(steps=0, call_at=100, times=[]), exact=True)
+
+    def hooked(optimizer, *args, **kwargs):
+        raise ValueError("the job's own error")
+
+    step = stepwrapper._around(clock, hooked)
+    for _ in range(2):
+        try:
+            step(optimizer)
+        except ValueError:
+            pass
+    assert clock._local.depth == 0 and calls == []
+
+
+def test_a_step_begun_lean_that_a_step_inside_it_turned_exact_is_counted_once_as_the_outer_one():
+    """A subclass's step calling super().step() while the clock is lean on another optimizer:
+    the inner step leaves lean mode and is no iteration of its own; the outer one counts."""
+    sole, subclass = Optimizer(), Optimizer()
+    session = types.SimpleNamespace(steps=5, call_at=100, times=[])
+    clock, calls = clock_with(session, sole=id(sole), lean=True)
+
+    def leave_lean(obj, inside):
+        calls.append(("slow", obj, inside))
+        clock._lean, clock._exact, clock._sole = False, True, None
+
+    clock._slow = leave_lean
+
+    nested = []
+
+    def hooked(optimizer, *args, **kwargs):
+        if not nested:
+            nested.append(True)
+            step(optimizer)  # the parent class's step, wrapped too
+        return "out"
+
+    step = stepwrapper._around(clock, hooked)
+    step(subclass)
+    assert calls == [("slow", subclass, False), ("slow", subclass, False)]  # the inner (left lean), the outer
+    assert clock._local.depth == 0
