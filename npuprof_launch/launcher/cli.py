@@ -273,6 +273,18 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], str | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``npuprof-run``. A reader that stops early (``npuprof-run --check DIR | head``) closes our
+    standard output: what is left unprinted goes nowhere, with no traceback, as Python's own
+    documentation of SIGPIPE advises (stdout pointed at devnull, so the flush at exit is quiet)."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         namespace, command, mode = parse(argv)
