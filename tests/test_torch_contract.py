@@ -125,6 +125,9 @@ EXTRA_USES = (
 )
 #: Chains the scanner finds that are deliberately not in the table, with why (none today).
 ALLOWED: dict[str, str] = {
+    "torch.optim.Optimizer.get": (
+        "the class's own __dict__.get (resumed.watch_loads: whether Optimizer itself defines load_state_dict)"
+    ),
     "torch.optim.optimizer._global_optimizer_pre_hooks.values": "the values of the dict above: a dict's own method",
     "torch.optim.optimizer._global_optimizer_post_hooks.values": "the values of the dict above: a dict's own method",
     "torch.optim.optimizer._global_optimizer_pre_hooks.items": "the items of the dict above: a dict's own method",

@@ -105,6 +105,8 @@ APIS = (
     "torch.optim.optimizer.Optimizer._patch_step_function[uses .profile_hook_step]",
     "torch.optim.optimizer.Optimizer._patch_step_function[uses .hooked]",
     "torch.optim.Optimizer",
+    # a resumed job's numbering (resumed.py): the step count of a loaded optimizer state
+    "torch.optim.Optimizer.load_state_dict",
     "torch.nn.Module",
     "torch.utils.hooks.RemovableHandle.remove",
     "torch.compiler.disable",
