@@ -85,7 +85,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     idle = [line for line in log if line.get("event") == processlog.IDLE]
     declared = _declared_problems(records, idle, run)
     problems.extend((None, problem) for problem in declared)
-    full = _full_disk(output_dir)  # its effects (no record, no trace) would be told as causes
+    full = windowfiles.full_disk(output_dir)  # its effects (no record, no trace) would be told as causes
     if not processes and not excluded and not declined and not declared and not replaced and not full:
         problems.append((None, _why_nothing(run, log, idle)))
     untracked = runs.untracked_problem(output_dir, every_record)
@@ -148,26 +148,6 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         "runs": [dict(item, reported=item["run_id"] in together) for item in listing],
         "output_dir": output_dir,
     }
-
-
-#: Free space below which a run's problems are told with the cause they most likely share.
-FULL_DISK_BYTES = 1 << 20
-
-
-def _full_disk(output_dir: str) -> str | None:
-    """Where the output's filesystem is all but full: said first, since a full disk makes every
-    later write fail (traces, records, the page) and each of those problems is its effect."""
-    try:
-        stat = os.statvfs(output_dir)
-    except (OSError, AttributeError):  # gone, or not a POSIX system
-        return None
-    free = stat.f_bavail * stat.f_frsize
-    if free >= FULL_DISK_BYTES:
-        return None
-    return (
-        f"the filesystem of {output_dir} is full ({free // 1024} KB free): traces and records written after it "
-        "filled may be missing or stale; free space there or give another --output-dir (or --stage-dir)"
-    )
 
 
 def _label(record: dict) -> str:

@@ -3,7 +3,7 @@
 A window's aftercare (compression, the move home from --stage-dir, the summary) may still run, or
 have died, when the report reads: a trace is looked for where it will be, where it was, and in
 the stage directory, and read again where it went when it moves under the reader. Its size is
-held against what the trace viewers open.
+held against what the trace viewers open. And the output's filesystem, when it is full.
 """
 
 from __future__ import annotations
@@ -89,3 +89,23 @@ def tree_bytes(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
+
+
+#: Free space below which a run's problems are told with the cause they most likely share.
+FULL_DISK_BYTES = 1 << 20
+
+
+def full_disk(output_dir: str) -> str | None:
+    """Where the output's filesystem is all but full: said first, since a full disk makes every
+    later write fail (traces, records, the page) and each of those problems is its effect."""
+    try:
+        stat = os.statvfs(output_dir)
+    except (OSError, AttributeError):  # gone, or not a POSIX system
+        return None
+    free = stat.f_bavail * stat.f_frsize
+    if free >= FULL_DISK_BYTES:
+        return None
+    return (
+        f"the filesystem of {output_dir} is full ({free // 1024} KB free): traces and records written after it "
+        "filled may be missing or stale; free space there or give another --output-dir (or --stage-dir)"
+    )
