@@ -40,6 +40,9 @@ COLLECTIVE_RATIO_MANY = 0.4
 COLLECTIVE_SHARE = 0.10
 COLLECTIVE_MIN_STEPS = 3
 COLLECTIVE_WAIT_STEPS = 1.0
+#: ...or of the slow rank's own time a recorded step outside collectives, when the window left that
+#: within this factor of the job's median step.
+COLLECTIVE_UNINFLATED = 1.1
 COLLECTIVE_MIN_WAIT = 0.3
 COLLECTIVE_WINDOW_STEPS = 3.0
 #: The tool's own steps are told from this many processes' step times.
@@ -269,10 +272,15 @@ def _waits_are_the_jobs(process: dict, others: list[dict], advantage_s: float, r
     (tried: 2.5 ms a step of 12 ms, two alike gloo ranks). At most COLLECTIVE_WAIT_STEPS of the
     job's median step outside the tool's steps: in lockstep a wait is part of every rank's step,
     so a slow rank that makes the others wait X makes the job's steps longer than X (tried: alike
-    ranks of 7 ms steps waited 7.6 ms a recorded step apart, the window's own doing). And only in
-    a window whose recorded steps took at most COLLECTIVE_WINDOW_STEPS of the job's median step:
-    past that the profiler's own cost, unevenly spread, swamps the waits (tried: a 0.5 ms job's
-    recorded steps took 40 ms)."""
+    ranks of 7 ms steps waited 7.6 ms a recorded step apart, the window's own doing); or of the
+    slow rank's own time a recorded step outside collectives, when the window left that as the job
+    has it (within COLLECTIVE_UNINFLATED of the job's median step): a rank whose step is nearly all
+    the job's slow part (a sleep, a wait for data) makes the others wait a whole step, and the
+    profiler's cost on it a little more (tried: 202.8 ms a recorded step against a 202.3 ms median,
+    examples/stragglers.py's rank 1 sleeping 200 ms a step). Alike ranks cannot pass that way: the
+    others' own work would have to be next to nothing. And only in a window whose recorded steps
+    took at most COLLECTIVE_WINDOW_STEPS of the job's median step: past that the profiler's own
+    cost, unevenly spread, swamps the waits (tried: a 0.5 ms job's recorded steps took 40 ms)."""
     per_step = advantage_s / max(recorded, 1)
     medians = [p["step_stats"]["median_s"] for p in (process, *others) if p.get("step_stats")]
     if per_step < findings.NOISE_S:
@@ -281,10 +289,11 @@ def _waits_are_the_jobs(process: dict, others: list[dict], advantage_s: float, r
         return True
     step_s = stepstats.quantile(sorted(medians), 0.5)
     recorded_s = stepstats.quantile(sorted(p["window_s"] / max(recorded, 1) for p in (process, *others)), 0.5)
-    return (
-        COLLECTIVE_MIN_WAIT * step_s <= per_step <= COLLECTIVE_WAIT_STEPS * step_s
-        and recorded_s <= COLLECTIVE_WINDOW_STEPS * step_s
-    )
+    most = COLLECTIVE_WAIT_STEPS * step_s
+    own_s = (process["window_s"] - process["collective_s"]) / max(recorded, 1)
+    if own_s <= COLLECTIVE_UNINFLATED * step_s:
+        most = max(most, own_s)
+    return COLLECTIVE_MIN_WAIT * step_s <= per_step <= most and recorded_s <= COLLECTIVE_WINDOW_STEPS * step_s
 
 
 def _recorded_steps(process: dict) -> int:
@@ -421,13 +430,14 @@ def _suggestions(job: dict, command: list[str] | None, given: dict, route: str =
     """The next runs: a window on the worst spike, and one on the slowest rank; every other option
     the run was given (its --output-dir, --scenario, --stage, --backend, ...) is kept, and the run
     starts the way this one did (the prefix, or ``--print-env`` for a launch script), so each
-    command works as printed. A spike beside a window's aftercare may have lacked the CPU our
-    compression took: the job's worst spike clear of it comes first. Failing one, the worst beside
-    it: the run suggested profiles that step with no aftercare beside it (its own comes after its
-    window), so it tells the job's cost from ours."""
+    command works as printed. The spike is the job's worst (job["spikes"] comes worst first): one
+    beside a window's aftercare is among them only when its step times tell it is the job's own
+    (findings.spike_beside_aftercare), and the run suggested profiles that step with no aftercare
+    beside it (its own comes after its window). Preferring a spike clear of the aftercare sent a
+    loaded machine's 5x step ahead of the job's 750x stall (CI, the print-env route's test)."""
     found = []
     if job["spikes"]:
-        spike = min(job["spikes"], key=lambda item: bool(item.get("beside_aftercare")))  # the first such
+        spike = job["spikes"][0]
         ranks = spike["ranks"]
         everyone = len(ranks) >= job["ranks"]
         where = [] if everyone or not ranks else ["--ranks", rank_list(ranks)]
