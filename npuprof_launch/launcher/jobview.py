@@ -146,8 +146,10 @@ def summarize(
     series = {id(p): steps_of(p) for p in timed}
     reasons = []
     for group in _groups(processes):
-        found = _slow_by_collectives(group)
-        if not found:
+        found, lockstep = _slow_by_collectives(group)
+        if lockstep:  # the ranks' step times are alike by construction: the collectives' reason
+            reasons.append(lockstep)
+        elif not found:
             found, reason = _slow_by_step_times(group, series)
             if reason:
                 reasons.append(reason)
@@ -215,21 +217,26 @@ def _slow_by_step_times(group: list[dict], series: dict) -> tuple[list[dict], st
     return found, None
 
 
-def _slow_by_collectives(group: list[dict]) -> list[dict]:
+def _slow_by_collectives(group: list[dict]) -> tuple[list[dict], str | None]:
     """In lockstep: the rank that waits least in its collectives is the one the others wait for.
 
     Named only from windows of COLLECTIVE_MIN_STEPS recorded steps or more (tried: a healthy 4-rank
     job was told "rank 1 is the one the others wait for" from 2 steps of waits), and only with a
     margin that beats the spread between ranks: below COLLECTIVE_RATIO of the others' median (at a
     half, a busy machine's starving one of two alike ranks for a window was named; against three
-    others or more, COLLECTIVE_RATIO_MANY), and
-    further below the least of them than they are spread among themselves, so that one rank that
-    happened to arrive last in a few collectives is no finding; and only with waits the job's steps
-    can hold (_waits_are_the_jobs)."""
+    others or more, COLLECTIVE_RATIO_MANY), and further below the least of them than they are
+    spread among themselves, so that one rank that happened to arrive last in a few collectives is
+    no finding; and only with waits the job's steps can hold (_why_not_the_jobs).
+
+    Also returns, when the ranks are in lockstep (the others spend COLLECTIVE_SHARE of their window
+    in collectives or more) and none is named, why the rank that waited least is not: there the
+    ranks' step times are alike by construction, and "no rank stands out" must say it is the
+    collectives' evidence that fell short (tried: a DDP rank sleeping 30 % of a step more was told
+    "less than 1.00 ms apart, within what the host's scheduling does to alike processes")."""
     measured = [p for p in group if p.get("collective_s") is not None and p.get("window_s")]
     if len(measured) < 2:
-        return []
-    found = []
+        return [], None
+    found, why = [], {}
     for process in measured:
         others = [p for p in measured if p is not process]
         recorded = _recorded_steps(process)
@@ -239,12 +246,24 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
         low = min(p["collective_s"] for p in others)
         high = max(p["collective_s"] for p in others)
         ratio = COLLECTIVE_RATIO_MANY if len(others) >= 3 else COLLECTIVE_RATIO
-        if recorded < COLLECTIVE_MIN_STEPS or share < COLLECTIVE_SHARE or own >= typical * ratio:
+        span = f"{_wait_ms(low)}-{_wait_ms(high)} ms" if _wait_ms(low) != _wait_ms(high) else f"{_wait_ms(high)} ms"
+        if share < COLLECTIVE_SHARE:
             continue
-        if own >= low - (high - low) or not _waits_are_the_jobs(process, others, typical - own, recorded):
+        if recorded < COLLECTIVE_MIN_STEPS:
+            reason = f"its window held {recorded} recorded steps, fewer than {COLLECTIVE_MIN_STEPS}"
+        elif own >= typical * ratio:
+            reason = f"that is not below {ratio:g} of the others' median ({_wait_ms(typical * ratio)} ms)"
+        elif own >= low - (high - low):
+            reason = "the others are spread among themselves by more than it is below the least of them"
+        else:
+            reason = _why_not_the_jobs(process, others, typical - own, recorded)
+        if reason is not None:
+            why[id(process)] = (
+                f"in lockstep (the others spent {share:.0%} of their window in collectives), rank {process['rank']} "
+                f"waited least, {_wait_ms(own)} ms against {span} on the other ranks, and is no finding: {reason}"
+            )
             continue
         steps = process.get("window_label") or "its window"
-        span = f"{low * 1e3:.0f}-{high * 1e3:.0f} ms" if high - low > 5e-4 else f"{high * 1e3:.0f} ms"
         found.append(
             {
                 **_stage_of(process),
@@ -255,17 +274,25 @@ def _slow_by_collectives(group: list[dict]) -> list[dict]:
                 "others_min_collective_s": low,
                 "steps": recorded,
                 "ratio": round(own / low, 3) if low else 0.0,
-                "test": "least time in collectives, below a quarter of the others' median and beyond their spread",
-                "level": COLLECTIVE_RATIO,
-                "evidence": f"in {steps} it spent {own * 1e3:.0f} ms in collectives against {span} on the other ranks: "
+                "test": f"least time in collectives, below {ratio:g} of the others' median and beyond their spread",
+                "level": ratio,
+                "evidence": f"in {steps} it spent {_wait_ms(own)} ms in collectives against {span} on the other ranks: "
                 "the others wait for it",
             }
         )
-    return sorted(found, key=lambda item: item["collective_s"] / max(item["others_collective_s"], 1e-12))
+    found.sort(key=lambda item: item["collective_s"] / max(item["others_collective_s"], 1e-12))
+    least = min(measured, key=lambda p: p["collective_s"])
+    return found, None if found else why.get(id(least))
 
 
-def _waits_are_the_jobs(process: dict, others: list[dict], advantage_s: float, recorded: int) -> bool:
-    """Whether the others' longer waits, per recorded step, can be the job's, and be worth a run.
+def _wait_ms(seconds: float) -> str:
+    """A time in collectives, in ms: whole ones from 10 ms, else a tenth (6 ms against 6 ms said nothing)."""
+    return f"{seconds * 1e3:.0f}" if seconds >= 0.0095 else f"{seconds * 1e3:.1f}"
+
+
+def _why_not_the_jobs(process: dict, others: list[dict], advantage_s: float, recorded: int) -> str | None:
+    """Why the others' longer waits, per recorded step, cannot be the job's or are not worth a run;
+    None when they can and are.
 
     At least NOISE_S and COLLECTIVE_MIN_WAIT of the job's median step: in a few recorded steps the
     order in which alike ranks reach a collective moves their waits by up to a fifth of a step
@@ -284,16 +311,29 @@ def _waits_are_the_jobs(process: dict, others: list[dict], advantage_s: float, r
     per_step = advantage_s / max(recorded, 1)
     medians = [p["step_stats"]["median_s"] for p in (process, *others) if p.get("step_stats")]
     if per_step < findings.NOISE_S:
-        return False
+        return f"the others waited {per_step * 1e3:.2f} ms a recorded step longer, under {findings.NOISE_S * 1e3:g} ms"
     if not medians:
-        return True
+        return None
     step_s = stepstats.quantile(sorted(medians), 0.5)
     recorded_s = stepstats.quantile(sorted(p["window_s"] / max(recorded, 1) for p in (process, *others)), 0.5)
     most = COLLECTIVE_WAIT_STEPS * step_s
     own_s = (process["window_s"] - process["collective_s"]) / max(recorded, 1)
     if own_s <= COLLECTIVE_UNINFLATED * step_s:
         most = max(most, own_s)
-    return COLLECTIVE_MIN_WAIT * step_s <= per_step <= most and recorded_s <= COLLECTIVE_WINDOW_STEPS * step_s
+    longer = f"the others waited {per_step * 1e3:.1f} ms a recorded step longer"
+    if per_step < COLLECTIVE_MIN_WAIT * step_s:
+        return (
+            f"{longer}, under {COLLECTIVE_MIN_WAIT:g} of the job's {step_s * 1e3:.1f} ms median step "
+            "(the order in which alike ranks reach a collective moves their waits that much)"
+        )
+    if per_step > most:
+        return f"{longer}, more than its steps can hold ({most * 1e3:.1f} ms): the window's own doing"
+    if recorded_s > COLLECTIVE_WINDOW_STEPS * step_s:
+        return (
+            f"its recorded steps took {recorded_s * 1e3:.1f} ms against a {step_s * 1e3:.1f} ms median step: "
+            "the profiler's own cost swamps the waits"
+        )
+    return None
 
 
 def _recorded_steps(process: dict) -> int:
