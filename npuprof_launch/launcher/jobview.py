@@ -147,12 +147,11 @@ def summarize(
     reasons = []
     for group in _groups(processes):
         found, lockstep = _slow_by_collectives(group)
-        if lockstep:  # the ranks' step times are alike by construction: the collectives' reason
-            reasons.append(lockstep)
-        elif not found:
+        if not found:
             found, reason = _slow_by_step_times(group, series)
-            if reason:
-                reasons.append(reason)
+            # In lockstep the ranks' step times are alike by construction: the collectives' reason.
+            if not found and (lockstep or reason):
+                reasons.append(lockstep or reason)
         job["slow_ranks"].extend(found)
     if len(ranks) >= 2:
         job["slow_rank_verdict"] = {
@@ -246,9 +245,9 @@ def _slow_by_collectives(group: list[dict]) -> tuple[list[dict], str | None]:
         low = min(p["collective_s"] for p in others)
         high = max(p["collective_s"] for p in others)
         ratio = COLLECTIVE_RATIO_MANY if len(others) >= 3 else COLLECTIVE_RATIO
-        span = f"{_wait_ms(low)}-{_wait_ms(high)} ms" if _wait_ms(low) != _wait_ms(high) else f"{_wait_ms(high)} ms"
         if share < COLLECTIVE_SHARE:
             continue
+        span = f"{_wait_ms(low)}-{_wait_ms(high)} ms" if _wait_ms(low) != _wait_ms(high) else f"{_wait_ms(high)} ms"
         if recorded < COLLECTIVE_MIN_STEPS:
             reason = f"its window held {recorded} recorded steps, fewer than {COLLECTIVE_MIN_STEPS}"
         elif own >= typical * ratio:

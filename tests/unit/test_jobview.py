@@ -226,3 +226,31 @@ def test_in_lockstep_no_rank_stands_out_says_why_the_collectives_name_none_not_t
     )
     apart = jobview.summarize([dict(collective_row(r, 0.0, 5), collective_s=None) for r in range(2)])
     assert "lockstep" not in apart["no_rank_stands_out"], "no collectives measured: the step times' reason"
+
+
+def test_collectives_that_name_no_rank_leave_the_step_times_their_say():
+    """Ranks that meet in a collective now and then (a metric's all-reduce, a pipeline's sends) spend
+    a share of their window in it without running in lockstep: a rank slower in every step is named
+    by its step times, as before the collectives' reason existed."""
+    import random
+
+    rng = random.Random(5)
+
+    def row(rank: int, factor: float, collective_s: float) -> dict:
+        durations = [0.020 * factor * (1 + rng.gauss(0, 0.03)) for _ in range(2, 41)]
+        window = dict(WINDOW, aftercare_steps=None)
+        tool = stepstats.ToolSteps([window], steps=40)
+        return {
+            "rank": rank,
+            "steps": 40,
+            "windows": [window],
+            "step_stats": stepstats.rank_stats(durations, tool),
+            "collective_s": collective_s,
+            "window_s": 0.2,
+            "t": jobview.Steps(2, durations, tool),
+        }
+
+    job = jobview.summarize([row(0, 1.0, 0.030), row(1, 1.3, 0.025)], steps_of=lambda p: p["t"])
+    (found,) = job["slow_ranks"]
+    assert found["rank"] == 1 and found["method"] == "step_times"
+    assert "no_rank_stands_out" not in job
