@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ def cpu_ticks() -> tuple[int, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--top", type=int, default=25, help="how many of the longest tests and groups to list")
+    parser.add_argument("--keep", metavar="FILE", help="copy the timeline (a JSON line a test) to FILE")
     parser.add_argument("pytest_args", nargs="*", help="after --: more arguments for pytest (e.g. -n 4)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,6 +47,8 @@ def main() -> int:
         busy1, total1 = cpu_ticks()
         with open(timeline) as handle:
             tests = [json.loads(line) for line in handle]
+        if args.keep:
+            shutil.copyfile(timeline, args.keep)
     print(f"\nsuite: {wall / 60:.1f} min wall (exit {status}), {len(tests)} tests, on {os.cpu_count()} cores")
     print(f"CPU busy {100 * (busy1 - busy0) / max(1, total1 - total0):.0f}% of the run (all processes of the machine)")
     cpu = sum(t["cpu"] for t in tests)

@@ -84,7 +84,7 @@ def accepted(suggestion: str) -> tuple:
 
 
 def python(args: list[str], cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 300):
-    """Run the same Python without the launcher, for the bit-identical comparisons."""
+    """Run the same Python without the launcher (a probe, or a job whose output is compared)."""
     return subprocess.run(
         [PYTHON, *args],
         cwd=cwd,
@@ -93,6 +93,50 @@ def python(args: list[str], cwd: str | None = None, env: dict[str, str] | None =
         text=True,
         timeout=timeout,
     )
+
+
+#: Where bare runs are kept for the whole suite (all xdist workers), set by the ``_bare_runs`` fixture.
+_BARE_DIR: list[str] = []
+
+
+def bare_run(args: list[str], cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 300):
+    """The job without the launcher, for the bit-identical comparisons: run once per suite for the
+    same command, folder and environment, and shared by every test (on any worker) that compares
+    against it. A bare job's output does not depend on which test asks: the comparison itself holds
+    it to that, since the profiled run must print the same. Half the suite's torch processes were
+    bare runs, many of the same few jobs."""
+    env = clean_env() if env is None else env
+    if not _BARE_DIR:
+        return python(args, cwd=cwd, env=env, timeout=timeout)
+    import fcntl
+    import hashlib
+
+    # pytest's own variables name the test that asks (PYTEST_CURRENT_TEST), not the job.
+    job_env = {k: v for k, v in env.items() if not k.startswith("PYTEST_")}
+    key = hashlib.sha256(json.dumps([args, cwd, sorted(job_env.items())]).encode()).hexdigest()[:24]
+    path = os.path.join(_BARE_DIR[0], key)
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a second worker asking for the same job waits for the first
+        if os.path.exists(path + ".json"):
+            with open(path + ".json") as handle:
+                kept = json.load(handle)
+            return subprocess.CompletedProcess([PYTHON, *args], kept["returncode"], kept["stdout"], kept["stderr"])
+        result = python(args, cwd=cwd, env=env, timeout=timeout)
+        with open(path + ".tmp", "w") as handle:
+            json.dump({"returncode": result.returncode, "stdout": result.stdout, "stderr": result.stderr}, handle)
+        os.replace(path + ".tmp", path + ".json")
+        return result
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _bare_runs(tmp_path_factory) -> None:
+    """The folder of ``bare_run``'s runs: beside the workers' own temporary folders under xdist (their
+    common parent is this suite's alone, and pytest removes it with its old ones), in the session's
+    otherwise."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "bare-runs"
+    folder.mkdir(exist_ok=True)
+    _BARE_DIR[:] = [str(folder)]
 
 
 def script(name: str) -> str:
@@ -198,6 +242,23 @@ def out(tmp_path) -> str:
 
 #: ``benchmarks/suite.py`` sets it: each test's start, end and worker go to this file, one JSON a line.
 TIMELINE = os.environ.get("NPUPROF_SUITE_TIMELINE")
+#: The commands a test started (with the timeline): which jobs the suite runs more than once.
+_CALLS: list = []
+if TIMELINE:
+    _popen_init = subprocess.Popen.__init__
+
+    def _recording_init(self, args, *more, **kwargs):
+        env = kwargs.get("env") or {}
+        _CALLS.append(
+            {
+                "argv": [str(a) for a in args] if isinstance(args, (list, tuple)) else str(args),
+                "cwd": str(kwargs.get("cwd") or ""),
+                "env": {k: v for k, v in env.items() if k.startswith(("NPU_PROF", "PYTHONPATH"))},
+            }
+        )
+        _popen_init(self, args, *more, **kwargs)
+
+    subprocess.Popen.__init__ = _recording_init
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -215,6 +276,7 @@ def pytest_runtest_protocol(item, nextitem):
         return sum(usage.ru_utime + usage.ru_stime for usage in used)
 
     started, cpu_before = time.time(), cpu()
+    _CALLS.clear()
     yield
     line = {
         "test": item.nodeid,
@@ -225,6 +287,7 @@ def pytest_runtest_protocol(item, nextitem):
         # stretches the wall time of a test, much less its CPU time).
         "cpu": cpu() - cpu_before,
         "group": next((m.args[0] for m in item.iter_markers("xdist_group") if m.args), None),
+        "calls": list(_CALLS),
     }
     with open(TIMELINE, "a") as handle:
         handle.write(json.dumps(line) + "\n")

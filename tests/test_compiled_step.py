@@ -16,7 +16,17 @@ import re
 import sys
 
 import pytest
-from conftest import assert_ok, npuprof, once, python, script, status_records, step_counts, step_spans, torch_traces
+from conftest import (
+    assert_ok,
+    bare_run,
+    npuprof,
+    once,
+    script,
+    status_records,
+    step_counts,
+    step_spans,
+    torch_traces,
+)
 
 COMPILED = script("compiled_step.py")
 
@@ -45,7 +55,7 @@ def job_stderr(text: str) -> list[str]:
 def runs(tmp_path_factory):
     def make():
         out = str(tmp_path_factory.mktemp("compiled") / "out")
-        bare = python([COMPILED])
+        bare = bare_run([COMPILED])
         assert_ok(bare)
         command = ["--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, COMPILED]
         profiled = npuprof(command)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import assert_ok, check_json, npuprof, python, script, status_records, step_counts, torch_traces
+from conftest import assert_ok, bare_run, check_json, npuprof, script, status_records, step_counts, torch_traces
 
 from npuprof_launch.common import deliverables
 
@@ -28,7 +28,7 @@ def kernel_events(path: str) -> list[dict]:
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled-inductor"])
 def test_cuda_job_is_profiled_with_its_kernels_and_unchanged(out, compiled):
     extra = ["--compile"] if compiled else []
-    bare = python([CUDA_TRAIN, *extra])
+    bare = bare_run([CUDA_TRAIN, *extra])
     assert_ok(bare)
     result = npuprof(
         ["--skip-first", "3", "--active", "2", "--output-dir", out, "--", sys.executable, CUDA_TRAIN, *extra]

@@ -8,6 +8,7 @@ import sys
 import pytest
 from conftest import (
     assert_ok,
+    bare_run,
     check_json,
     clean_env,
     npuprof,
@@ -23,7 +24,7 @@ TRAIN = script("train_loop.py")
 
 
 def test_two_active_steps_one_trace_results_unchanged(out):
-    bare = python([TRAIN, "--steps", "12"])
+    bare = bare_run([TRAIN, "--steps", "12"])
     assert_ok(bare)
     result = npuprof(
         ["--active", "2", "--skip-first", "2", "--output-dir", out, "--", sys.executable, TRAIN, "--steps", "12"]
@@ -94,7 +95,7 @@ def test_the_jobs_own_step_hooks_run_once_per_step(out, options, extra_env, stat
     """The clock turns lean, or steps aside in a process that does not profile, from inside torch's
     iteration over the post hooks: a hook the job registered after ours must still run every step."""
     own = script("own_step_hooks.py")
-    bare = python([own])
+    bare = bare_run([own])
     assert_ok(bare)
     assert "own hooks: pre 10 post 10" in bare.stdout
     result = npuprof([*options, "--output-dir", out, "--", sys.executable, own], env=clean_env(**extra_env))
@@ -109,7 +110,7 @@ def test_lr_scheduler_shows_no_new_warning(out, schedule):
     """No warning of ours in the job's stderr, torch's included: torch.profiler warns that it "clears
     events at the end of each cycle" from the second cycle on (and on torch <= 2.11, seen on 2.11,
     even for a single window), which would tell the job about a profiler it never started."""
-    bare = python(["-W", "default", TRAIN, "--steps", "8"])
+    bare = bare_run(["-W", "default", TRAIN, "--steps", "8"])
     result = npuprof([*schedule, "--output-dir", out, "--", sys.executable, "-W", "default", TRAIN, "--steps", "8"])
     assert_ok(result)
     warned = [line for line in result.stderr.splitlines() if "Warning" in line]
@@ -119,7 +120,7 @@ def test_lr_scheduler_shows_no_new_warning(out, schedule):
 
 
 def test_torch_compile_model_trains_and_profiles(out):
-    bare = python([TRAIN, "--compile", "--steps", "6"])
+    bare = bare_run([TRAIN, "--compile", "--steps", "6"])
     assert_ok(bare)
     result = npuprof(
         [

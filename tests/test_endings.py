@@ -15,9 +15,9 @@ import sys
 import pytest
 from conftest import (
     assert_ok,
+    bare_run,
     check_json,
     npuprof,
-    python,
     read_trace,
     script,
     status_records,
@@ -32,7 +32,7 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
 
 
 def run(out, how, *schedule, job=()):
-    bare = python([ENDINGS, "--how", how, *job])
+    bare = bare_run([ENDINGS, "--how", how, *job])
     assert_ok(bare)
     result = npuprof([*schedule, "--output-dir", out, "--", sys.executable, ENDINGS, "--how", how, *job])
     assert_ok(result)
@@ -180,7 +180,7 @@ def test_a_main_target_found_in_the_script_a_runpy_wrapper_runs(out):
     """The wrapper imports torch first, then runs the script as __main__ in a module of its own."""
     loop = script("generate_loop.py")
     wrapper = script("runpy_wrapper.py")
-    bare = python([wrapper, loop, "--calls", "6"])
+    bare = bare_run([wrapper, loop, "--calls", "6"])
     assert_ok(bare)
     result = npuprof(
         ["--target", "__main__:generate_step", "--skip-first", "1", "--active", "2", "--output-dir", out, "--"]
@@ -200,7 +200,7 @@ def test_lightning_ddp_workers_get_their_true_rank(tmp_path, strategy):
         "lightning", reason="install the frameworks extra: pip install torch==2.13.0 -e '.[frameworks]'"
     )
     job = [script("lightning_job.py"), "--devices", "2", "--strategy", strategy, "--steps", "6"]
-    bare = python(job, cwd=str(tmp_path))
+    bare = bare_run(job, cwd=str(tmp_path))
     assert_ok(bare)
     out = str(tmp_path / "out")
     result = npuprof(
@@ -229,7 +229,7 @@ def test_a_process_that_ends_inside_a_window_keeps_only_the_steps_it_ran(out):
     """6 steps, a window over steps 5-8: the trace holds steps 5 and 6, and no span for a step 7
     that the process never began (torch had opened ProfilerStep#7 at step 6's end); the teardown
     after step 6 stays in the trace, in no step."""
-    bare = python([UNEVEN, "--steps", "6"])
+    bare = bare_run([UNEVEN, "--steps", "6"])
     assert_ok(bare)
     result = npuprof(["--skip-first", "4", "--active", "4", "--output-dir", out, "--", sys.executable, UNEVEN])
     assert_ok(result)
@@ -246,7 +246,7 @@ def test_a_rank_out_of_data_under_join_keeps_only_the_steps_it_ran(out):
     window over steps 5-8 ends with its process after step 6: no span for the shadow all-reduces it
     ran inside Join while rank 1 made steps 7 and 8. Rank 1's window is whole."""
     job = [*TORCHRUN, "--nproc_per_node", "2", UNEVEN, "--steps", "6", "--extra", "2"]
-    bare = python(job[1:])
+    bare = bare_run(job[1:])
     assert_ok(bare)
     result = npuprof(["--skip-first", "4", "--active", "4", "--output-dir", out, "--", *job])
     assert_ok(result)

@@ -12,7 +12,7 @@ import shlex
 import sys
 
 import pytest
-from conftest import ROOT, assert_ok, check_json, clean_env, npuprof, once, python, status_records, windows
+from conftest import ROOT, assert_ok, bare_run, check_json, clean_env, npuprof, once, status_records, windows
 
 JOB = os.path.join(ROOT, "examples", "stragglers.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4"]
@@ -48,7 +48,7 @@ def _straggler_run(mode: str, tmp_path_factory):
     result = npuprof(["--skip-first", "2", "--active", "3", "--output-dir", out, "--", *job], env=env())
     assert_ok(result)
     if mode == "lockstep":  # the same job and hook as "alone": one bare run of the two is enough
-        bare = python(job[1:], env=env())
+        bare = bare_run(job[1:], env=env())
         assert_ok(bare)
         assert rank_lines(result.stdout) == rank_lines(bare.stdout), "results unchanged, rank by rank"
     return mode, out, result

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from conftest import assert_ok, npuprof, python, script, status_records, step_spans, torch_traces
+from conftest import assert_ok, bare_run, npuprof, script, status_records, step_spans, torch_traces
 
 MORE = script("more_patterns.py")
 
@@ -17,7 +17,7 @@ def job_lines(stderr: str) -> list[str]:
 
 
 def test_activation_checkpointing_is_counted_exactly_and_unchanged(out):
-    bare = python([MORE, "--mode", "ckpt"])
+    bare = bare_run([MORE, "--mode", "ckpt"])
     assert_ok(bare)
     result = npuprof(
         ["--skip-first", "1", "--active", "2", "--output-dir", out, "--", sys.executable, MORE, "--mode", "ckpt"]

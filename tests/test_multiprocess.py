@@ -11,10 +11,10 @@ import sys
 import pytest
 from conftest import (
     assert_ok,
+    bare_run,
     check_json,
     clean_env,
     npuprof,
-    python,
     script,
     status_records,
     step_counts,
@@ -53,7 +53,7 @@ def trace_names(out: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def bare_torchrun():
-    result = python([*TORCHRUN[1:], "--nproc_per_node", "2", DDP])
+    result = bare_run([*TORCHRUN[1:], "--nproc_per_node", "2", DDP])
     assert_ok(result)
     assert len(rank_lines(result.stdout)) == 2
     return result
@@ -162,7 +162,7 @@ def test_print_env_exports_a_flag_that_overrides_the_environment():
 
 @pytest.fixture(scope="module")
 def bare_loader():
-    result = python([LOADER, "--workers", "0"])
+    result = bare_run([LOADER, "--workers", "0"])
     assert_ok(result)
     return result
 

@@ -4,7 +4,7 @@ schedule, stop), asserting on what torch_npu was asked to do and on the files an
 from __future__ import annotations
 
 import pytest
-from conftest import PYTHON, assert_ok, check_json, npuprof, python, script, status_records, step_counts
+from conftest import PYTHON, assert_ok, bare_run, check_json, npuprof, script, status_records, step_counts
 from npu_standin import calls, only, standin_env
 
 TRAIN = script("train_loop.py")
@@ -15,7 +15,7 @@ STEPS = "6"
 @pytest.fixture(scope="module")
 def bare_stdout() -> str:
     """The job's stdout without the launcher: a loss and an exact weight checksum."""
-    result = python([TRAIN, "--steps", STEPS])
+    result = bare_run([TRAIN, "--steps", STEPS])
     assert_ok(result)
     return result.stdout
 

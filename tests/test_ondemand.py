@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import PYTHON, assert_ok, clean_env, npuprof, python, script, status_records, step_counts
+from conftest import PYTHON, assert_ok, bare_run, clean_env, npuprof, script, status_records, step_counts
 
 from npuprof_launch.common import names, ondemand
 
@@ -85,7 +85,7 @@ def test_nothing_until_triggered_then_one_trace_per_trigger(out, stop):
 
 def test_job_results_are_unchanged(out, stop, tmp_path):
     command = [sys.executable, SERVE, "--stop-file", stop, "--requests", "60"]
-    bare = python(command[1:])
+    bare = bare_run(command[1:])
     assert_ok(bare)
     server = start_server(out, stop, command=command)
     wait_for(lambda: status_records(out), "the server's first step")

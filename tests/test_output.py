@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from conftest import assert_ok, check_json, clean_env, npuprof, python, script, status_records, torch_traces
+from conftest import assert_ok, bare_run, check_json, clean_env, npuprof, script, status_records, torch_traces
 
 from npuprof_launch.common import deliverables
 from npuprof_launch.inprocess import aftercare
@@ -23,7 +23,7 @@ TRAIN = script("train_loop.py")
 
 
 def test_traces_are_compressed_off_the_step_and_still_hold_the_asked_for_steps(out):
-    bare = python([TRAIN, "--steps", "8"])
+    bare = bare_run([TRAIN, "--steps", "8"])
     result = npuprof(
         ["--skip-first", "2", "--active", "3", "--output-dir", out, "--", sys.executable, TRAIN, "--steps", "8"]
     )

@@ -5,7 +5,17 @@ from __future__ import annotations
 import os
 import sys
 
-from conftest import assert_ok, check_json, clean_env, npuprof, python, read_trace, script, status_records, write_trace
+from conftest import (
+    assert_ok,
+    bare_run,
+    check_json,
+    clean_env,
+    npuprof,
+    read_trace,
+    script,
+    status_records,
+    write_trace,
+)
 
 TRAIN = script("train_loop.py")
 
@@ -27,7 +37,7 @@ def test_complete_run_passes_with_the_documented_fields(out):
 
 
 def test_window_longer_than_the_job_fails_check_with_its_numbers(out):
-    bare = python([TRAIN, "--steps", "12"])
+    bare = bare_run([TRAIN, "--steps", "12"])
     result = npuprof(
         ["--skip-first", "5", "--active", "20", "--output-dir", out, "--", sys.executable, TRAIN, "--steps", "12"]
     )

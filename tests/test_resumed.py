@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import assert_ok, check_json, npuprof, python, script, status_records, step_spans, torch_traces
+from conftest import assert_ok, bare_run, check_json, npuprof, python, script, status_records, step_spans, torch_traces
 
 JOB = script("resume_job.py")
 
@@ -29,7 +29,7 @@ def resumed(tmp_path_factory) -> dict:
     checkpoint = str(root / "ckpt.pt")
     assert_ok(python([JOB, "--save", checkpoint, "--steps", "5"]))
     resume = [sys.executable, JOB, "--load", checkpoint, "--steps", "10"]
-    bare = python(resume[1:])
+    bare = bare_run(resume[1:])
     assert_ok(bare)
     runs = {"bare": bare}
     for name, schedule in (

@@ -16,6 +16,7 @@ from conftest import (
     PYTHON,
     ROOT,
     assert_ok,
+    bare_run,
     clean_env,
     npuprof,
     python,
@@ -37,7 +38,7 @@ def job(*extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def bare_stdout() -> str:
-    result = python(job()[1:])
+    result = bare_run(job()[1:])
     assert_ok(result)
     return result.stdout
 

@@ -6,7 +6,7 @@ import os
 import sys
 
 import pytest
-from conftest import ROOT, assert_ok, check_json, clean_env, npuprof, python, status_records, torch_traces
+from conftest import ROOT, assert_ok, bare_run, check_json, clean_env, npuprof, status_records, torch_traces
 
 from npuprof_launch.common import deliverables, names, options, scenarios
 from npuprof_launch.launcher import readme
@@ -115,7 +115,7 @@ def test_infer_uses_its_defaults_and_only_the_calling_process_profiles(out):
     without a torch-backend warning about npu-only options the user never gave."""
     infer = os.path.join(EXAMPLES, "infer.py")
     server = f"import subprocess, sys, torch; subprocess.run([sys.executable, {infer!r}, '--steps', '6'], check=True)"
-    bare = python(["-c", server])
+    bare = bare_run(["-c", server])
     assert_ok(bare)
     result = npuprof(
         ["--scenario", "infer", "--target", "infer_lib:Engine.step", "--output-dir", out]
@@ -141,7 +141,7 @@ def rl_env(**extra: str) -> dict[str, str]:
 def test_two_stages_in_one_process_each_with_its_own_output_and_steps(out):
     """Stages given in the variable (';'-separated): rollout calls 2 and 3, update call 3, each
     recorded from entry to return in its own folder; the job's output unchanged."""
-    bare = python([RL, "--iterations", "6"], env=rl_env())
+    bare = bare_run([RL, "--iterations", "6"], env=rl_env())
     assert_ok(bare)
     env = rl_env(
         NPU_PROF_SCENARIO="rl", NPU_PROF_STAGE=f"{ROLLOUT},skip-first=1,active=2;{UPDATE},skip-first=2,active=1"
@@ -164,7 +164,7 @@ def test_two_stages_in_one_process_each_with_its_own_output_and_steps(out):
 
 
 def test_two_stages_in_two_processes(out):
-    bare = python([RL, "--iterations", "5", "--split"], env=rl_env())
+    bare = bare_run([RL, "--iterations", "5", "--split"], env=rl_env())
     assert_ok(bare)
     result = npuprof(
         ["--scenario", "rl", "--stage", f"{ROLLOUT},skip-first=0,active=3", "--stage", f"{UPDATE},skip-first=3"]
@@ -185,7 +185,7 @@ def test_two_stages_in_two_processes(out):
 def test_stages_in_one_process_take_turns_with_its_one_profiler(out):
     """Step windows (range=0): rollout records calls 2-3 with update call 2 in between, so update's
     window, due at its call 2, starts at its call 3; the two profilers never overlap in time."""
-    bare = python([RL, "--iterations", "6"], env=rl_env())
+    bare = bare_run([RL, "--iterations", "6"], env=rl_env())
     assert_ok(bare)
     result = npuprof(
         ["--scenario", "rl", "--stage", f"{ROLLOUT},skip-first=1,active=2,range=0"]
@@ -207,7 +207,7 @@ def test_stages_in_one_process_take_turns_with_its_one_profiler(out):
 
 
 def test_a_stage_that_never_runs_is_named_and_the_others_are_profiled(out):
-    bare = python([RL, "--iterations", "3"], env=rl_env())
+    bare = bare_run([RL, "--iterations", "3"], env=rl_env())
     assert_ok(bare)
     result = npuprof(
         ["--scenario", "rl", "--stage", ROLLOUT, "--stage", "update=rl_lib:Learner.updat", "--output-dir", out]

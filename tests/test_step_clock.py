@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import assert_ok, check_json, npuprof, python, script, status_records, torch_traces, windows
+from conftest import assert_ok, bare_run, check_json, npuprof, script, status_records, torch_traces, windows
 
 from npuprof_launch.common import deliverables
 
@@ -48,7 +48,7 @@ def timeline(path: str) -> list[dict]:
 
 def run_pattern(out: str, pattern: str, *args: str, schedule=("--skip-first", "4", "--active", "2")):
     command = [sys.executable, PATTERNS, "--pattern", pattern, "--label", *args]
-    bare = python(command[1:])
+    bare = bare_run(command[1:])
     assert_ok(bare)
     result = npuprof([*schedule, "--output-dir", out, "--", *command])
     assert_ok(result)

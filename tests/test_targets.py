@@ -7,7 +7,18 @@ import sys
 import sysconfig
 
 import pytest
-from conftest import ROOT, assert_ok, check_json, clean_env, npuprof, python, script, status_records, step_counts
+from conftest import (
+    ROOT,
+    assert_ok,
+    bare_run,
+    check_json,
+    clean_env,
+    npuprof,
+    python,
+    script,
+    status_records,
+    step_counts,
+)
 
 from npuprof_launch.common import deliverables
 
@@ -34,7 +45,7 @@ def labels(out: str, prefix: str) -> list[str]:
 
 def run_both(args: list[str], job: list[str], env=None, cwd=None):
     """The job without the launcher, then under it; the launcher's run must pass and print the same."""
-    bare = python(job, env=env, cwd=cwd)
+    bare = bare_run(job, env=env, cwd=cwd)
     assert_ok(bare)
     result = npuprof([*args, "--", sys.executable, *job], env=env, cwd=cwd)
     assert_ok(result)
