@@ -40,8 +40,8 @@ COLLECTIVE_RATIO_MANY = 0.4
 COLLECTIVE_SHARE = 0.10
 COLLECTIVE_MIN_STEPS = 3
 COLLECTIVE_WAIT_STEPS = 1.0
-#: ...or of the slow rank's own time a recorded step outside collectives, when the window left that
-#: within this factor of the job's median step.
+#: ...or of the slow rank's whole recorded step, when the window left its own time a recorded step
+#: outside collectives within this factor of the job's median step.
 COLLECTIVE_UNINFLATED = 1.1
 COLLECTIVE_MIN_WAIT = 0.3
 COLLECTIVE_WINDOW_STEPS = 3.0
@@ -299,12 +299,17 @@ def _why_not_the_jobs(process: dict, others: list[dict], advantage_s: float, rec
     job's median step outside the tool's steps: in lockstep a wait is part of every rank's step,
     so a slow rank that makes the others wait X makes the job's steps longer than X (tried: alike
     ranks of 7 ms steps waited 7.6 ms a recorded step apart, the window's own doing); or of the
-    slow rank's own time a recorded step outside collectives, when the window left that as the job
-    has it (within COLLECTIVE_UNINFLATED of the job's median step): a rank whose step is nearly all
-    the job's slow part (a sleep, a wait for data) makes the others wait a whole step, and the
-    profiler's cost on it a little more (tried: 202.8 ms a recorded step against a 202.3 ms median,
-    examples/stragglers.py's rank 1 sleeping 200 ms a step). Alike ranks cannot pass that way: the
-    others' own work would have to be next to nothing. And only in a window whose recorded steps
+    slow rank's whole recorded step (its own time and its time in collectives), when the window
+    left its own time a recorded step outside collectives as the job has it (within
+    COLLECTIVE_UNINFLATED of the job's median step): a rank whose step is nearly all the job's slow
+    part (a sleep, a wait for data) makes the others wait a whole step, and the profiler's cost on
+    it a little more (tried: 202.8 ms a recorded step against a 202.3 ms median, examples/
+    stragglers.py's rank 1 sleeping 200 ms a step); on a loaded machine the others' windows also
+    run longer than its own, each rank's profiler starting and stopping when the CPU lets it (tried:
+    rank 2 of 4 sleeping 100 ms a step, own time 109.4 ms a recorded step and 15 ms in collectives;
+    the others waited 114.9 ms a recorded step longer in windows 8-21 ms a step longer than its
+    own). Alike ranks cannot pass that way: the others' own work would have to be next to nothing,
+    and an uninflated rank's time in collectives is the least of them. And only in a window whose recorded steps
     took at most COLLECTIVE_WINDOW_STEPS of the job's median step: past that the profiler's own
     cost, unevenly spread, swamps the waits (tried: a 0.5 ms job's recorded steps took 40 ms)."""
     per_step = advantage_s / max(recorded, 1)
@@ -318,7 +323,7 @@ def _why_not_the_jobs(process: dict, others: list[dict], advantage_s: float, rec
     most = COLLECTIVE_WAIT_STEPS * step_s
     own_s = (process["window_s"] - process["collective_s"]) / max(recorded, 1)
     if own_s <= COLLECTIVE_UNINFLATED * step_s:
-        most = max(most, own_s)
+        most = max(most, process["window_s"] / max(recorded, 1))
     longer = f"the others waited {per_step * 1e3:.1f} ms a recorded step longer"
     if per_step < COLLECTIVE_MIN_WAIT * step_s:
         return (

@@ -200,6 +200,13 @@ def test_in_lockstep_a_rank_that_is_all_sleep_makes_the_others_wait_a_whole_step
     rows = [collective_row(0, 0.6124, 5, 0.2023, 0.620), collective_row(1, 0.0041, 5, 0.2023, 0.620)]
     (slow,) = jobview.summarize(rows)["slow_ranks"]
     assert slow["rank"] == 1 and slow["method"] == "collectives"
+    # Fresh clone, under load: rank 2 of 4 sleeps 100 ms a step; the others waited 114.9 ms a recorded
+    # step longer than it, past its own time (109.4 ms), in windows 8-21 ms a step longer than its own.
+    four = [(0.3737444, 0.3975284, 0.1083), (0.3896479, 0.4028691, 0.1080), (0.0449767, 0.3730435, 0.1089)]
+    four.append((0.3960198, 0.4358097, 0.1065))
+    rows = [collective_row(r, c, 5, s, w) for r, (c, w, s) in enumerate(four)]
+    (slow,) = jobview.summarize(rows)["slow_ranks"]
+    assert slow["rank"] == 2 and slow["method"] == "collectives"
     # Alike ranks whose window made one slower: 7.6 ms of waits a recorded step on 7 ms steps, the
     # waited-for rank's own time a recorded step 11.7 ms (the profiler's), past 1.1 steps.
     alike = [collective_row(0, 0.0258, 5, 0.007, 0.038), collective_row(1, 0.003, 5, 0.007, 0.038)]
