@@ -48,10 +48,29 @@ def npuprof(
         **kwargs,
     )
     if isinstance(result.stdout, str) and isinstance(result.stderr, str):
-        for line in (result.stdout + result.stderr).splitlines():
-            if line.startswith(SUGGESTED):
-                accepted(line[len(SUGGESTED) :])
+        for suggestion in suggestions(result.stdout + result.stderr):
+            accepted(suggestion)
     return result
+
+
+def suggestions(text: str) -> list[str]:
+    """The commands a summary suggests (``npuprof: next: ...``), whole: a job's argument that holds a
+    newline (``python -c 'CODE'``) is quoted over several lines, as a shell reads it pasted."""
+    import shlex
+
+    found, lines = [], text.splitlines()
+    for index, line in enumerate(lines):
+        if not line.startswith(SUGGESTED):
+            continue
+        command = line[len(SUGGESTED) :]
+        for more in lines[index + 1 :]:
+            try:
+                shlex.split(command)
+                break
+            except ValueError:  # a quotation still open: the argument goes on on the next line
+                command += "\n" + more
+        found.append(command)
+    return found
 
 
 #: How the summary prints a suggested next run.
