@@ -122,8 +122,8 @@ def bare_run(args: list[str], cwd: str | None = None, env: dict[str, str] | None
     """The job without the launcher, for the bit-identical comparisons: run once per suite for the
     same command, folder and environment, and shared by every test (on any worker) that compares
     against it. A bare job's output does not depend on which test asks: the comparison itself holds
-    it to that, since the profiled run must print the same. Half the suite's torch processes were
-    bare runs, many of the same few jobs."""
+    it to that, since the profiled run must print the same. Of the suite's 99 bare runs that name no
+    test's own folder, 17 repeated another's (benchmarks/suite.py --keep lists each test's commands)."""
     env = clean_env() if env is None else env
     if not _BARE_DIR:
         return python(args, cwd=cwd, env=env, timeout=timeout)

@@ -309,9 +309,10 @@ def _why_not_the_jobs(process: dict, others: list[dict], advantage_s: float, rec
     rank 2 of 4 sleeping 100 ms a step, own time 109.4 ms a recorded step and 15 ms in collectives;
     the others waited 114.9 ms a recorded step longer in windows 8-21 ms a step longer than its
     own). Alike ranks cannot pass that way: the others' own work would have to be next to nothing,
-    and an uninflated rank's time in collectives is the least of them. And only in a window whose recorded steps
-    took at most COLLECTIVE_WINDOW_STEPS of the job's median step: past that the profiler's own
-    cost, unevenly spread, swamps the waits (tried: a 0.5 ms job's recorded steps took 40 ms)."""
+    and an uninflated rank's time in collectives is the least of them. And only in a window whose
+    recorded steps took at most COLLECTIVE_WINDOW_STEPS of the job's median step: past that the
+    profiler's own cost, unevenly spread, swamps the waits (tried: a 0.5 ms job's recorded steps
+    took 40 ms)."""
     per_step = advantage_s / max(recorded, 1)
     medians = [p["step_stats"]["median_s"] for p in (process, *others) if p.get("step_stats")]
     if per_step < findings.NOISE_S:
