@@ -37,7 +37,15 @@ def test_ray_actor_that_trains_writes_the_one_trace_into_the_users_relative_dir(
     out = str(tmp_path / "prof")
     assert len(torch_traces(out)) == 1
     (record,) = status_records(out)
-    assert record["pid"] == int(actor_pid) and record["state"] == "done" and record["steps"] == 6
+    assert record["pid"] == int(actor_pid) and record["state"] == "done"
+    if record["ended"] is None:
+        # ray.shutdown stops the raylet, and an actor that sees it gone leaves by _exit: its exit
+        # handlers run or not as that race goes (seen in CI). The count is then its last checkpoint
+        # (steps 1, 2, 4, ...), and the summary says so.
+        assert record["steps"] == 4
+        assert "ended without exit handlers; last known step 4" in result.stderr
+    else:
+        assert record["steps"] == 6
     assert torch_traces(str(tmp_path)) == torch_traces(out)
     assert not os.path.exists(os.path.join(actor_cwd, "prof")), "not resolved against the actor's directory"
 
