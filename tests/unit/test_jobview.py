@@ -222,7 +222,7 @@ def test_in_lockstep_a_rank_the_others_all_wait_for_alike_is_named_beside_a_busy
     let it be named below half their median; a rank clear of alike others by as much but at
     0.8 of their median (healthy runs: 0.61 or more) is no finding."""
     waits = (0.174, 0.180, 0.074, 0.204)
-    rows = [collective_row(r, c, 5, 0.1088, c + 0.3) for r, c in enumerate(waits)]
+    rows = [collective_row(r, c, 5, 0.1088, 0.504) for r, c in enumerate(waits)]
     (slow,) = jobview.summarize(rows)["slow_ranks"]
     assert slow["rank"] == 2 and slow["level"] == 0.5
     assert (
@@ -230,16 +230,36 @@ def test_in_lockstep_a_rank_the_others_all_wait_for_alike_is_named_beside_a_busy
         == "least time in collectives, below 0.5 of the others' median and 3 times their spread below the least of them"
     )
     # Without the busy process: 16 ms against 162-172 ms, named the first way, and told so.
-    first = [collective_row(r, c, 5, 0.0637, c + 0.2) for r, c in enumerate((0.1624, 0.1631, 0.0156, 0.172))]
+    first = [collective_row(r, c, 5, 0.0637, 0.372) for r, c in enumerate((0.1624, 0.1631, 0.0156, 0.172))]
     (slow,) = jobview.summarize(first)["slow_ranks"]
     assert slow["rank"] == 2 and slow["level"] == 0.4 and slow["test"].endswith("median and beyond their spread")
-    spread = [collective_row(r, c, 5, 0.1088, c + 0.3) for r, c in enumerate((0.130, 0.190, 0.074, 0.204))]
+    spread = [collective_row(r, c, 5, 0.1088, 0.504) for r, c in enumerate((0.130, 0.190, 0.074, 0.204))]
     assert jobview.summarize(spread)["slow_ranks"] == [], "0.39 of the median but within 1 spread of the least"
-    near = [collective_row(r, c, 5, 0.0124, c + 0.03) for r, c in enumerate((0.0365, 0.0370, 0.0300, 0.0360))]
+    near = [collective_row(r, c, 5, 0.0124, 0.067) for r, c in enumerate((0.0365, 0.0370, 0.0300, 0.0360))]
     job = jobview.summarize(near)
     assert job["slow_ranks"] == [] and job["no_rank_stands_out"].endswith(
         "that is not below 0.5 of the others' median (18 ms)"
     ), job["no_rank_stands_out"]
+
+
+def test_in_lockstep_a_rank_whose_window_was_shorter_is_not_the_one_the_others_wait_for():
+    """A healthy 4-rank DDP job beside a loaded suite: rank 0 spent 21 ms in collectives against
+    45-57 ms, 0.395 of the others' median, and was named; its own time outside collectives was
+    8.2 ms against 8.0-10.4 ms, and its window 29 ms against 55-65 ms: the others waited for its
+    profiler's start or stop, outside its window. Rank 3 of the same job reading slow data spent
+    218 ms of its own against 14-21 ms, in windows alike: named. (Numbers of the two runs.)"""
+    healthy = [(0.0212, 0.0294, 0.0164), (0.0454, 0.0547, 0.0179), (0.05655, 0.06455, 0.0187), (0.0536, 0.064, 0.0165)]
+    job = jobview.summarize([collective_row(r, c, 5, s, w) for r, (c, w, s) in enumerate(healthy)])
+    assert job["slow_ranks"] == [], job["slow_ranks"]
+    assert job["no_rank_stands_out"].endswith(
+        "rank 0 waited least, 21 ms against 45-57 ms on the other ranks, and is no finding: its own time in the "
+        "window outside collectives, 8.2 ms, is not longer than the others' (9.3 ms) by half their extra wait: "
+        "their windows were longer (55-65 ms against its 29 ms), each rank's profiler starting and stopping at "
+        "its own moment"
+    ), job["no_rank_stands_out"]
+    slow = [(0.2338, 0.248, 0.0777), (0.2372, 0.2585, 0.0787), (0.2393, 0.2531, 0.0779), (0.0262, 0.2447, 0.0781)]
+    (found,) = jobview.summarize([collective_row(r, c, 5, s, w) for r, (c, w, s) in enumerate(slow)])["slow_ranks"]
+    assert found["rank"] == 3 and found["method"] == "collectives"
 
 
 def test_in_lockstep_no_rank_stands_out_says_why_the_collectives_name_none_not_the_alike_step_times():
