@@ -86,6 +86,10 @@ FIELDS: dict[str, object] = {
     "step_times": None,
     #: stepstats.rank_stats of the whole run, written at the process's end (None before, or when killed).
     "step_stats": None,
+    #: What the tool's own checkpoints (this record, the step times, a poll for requests) took of the
+    #: job's steps: [step, seconds], the step whose duration holds it, numbered as the step times are
+    #: (this process's steps); the costliest 64 of 1 ms or more (inprocess/steptiming.py).
+    "checkpoint_s": [],
     #: How many errors and warnings the profiler itself logged ({"error": n, "warning": n}).
     "profiler_messages": {},
     "started_ns": 0,

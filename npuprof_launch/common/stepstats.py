@@ -36,14 +36,19 @@ def rank_stats(durations, profiled: ToolSteps | None = None) -> dict | None:
     threshold = max(median * SPIKE_RATIO, median + SPIKE_MIN_S)
     above = len(ordered) - bisect_right(ordered, threshold)
     spikes: list[dict] = []
+    held: list[dict] = []
     if above:
         # The few largest values are found by C-level searches, not by a Python loop over the run.
         start_by_value: dict[float, int] = {}
-        for value in reversed(ordered[-min(above, SPIKES_PER_RANK + WARMUP_STEPS) :]):
+        for value in reversed(ordered[-min(above, SPIKES_PER_RANK + WARMUP_STEPS + profiled.checkpoints) :]):
             index = durations.index(value, start_by_value.get(value, 0))
             start_by_value[value] = index + 1
             step = index + 2
             if step <= 1 + WARMUP_STEPS or step in profiled or len(spikes) >= SPIKES_PER_RANK:
+                continue
+            tool_s = profiled.checkpoint_s(step)
+            if tool_s and value - tool_s <= threshold:  # a spike with the tool's checkpoint, none without
+                held.append({"step": step, "step_s": float(value), "checkpoint_s": tool_s})
                 continue
             spike = {"step": step, "step_s": float(value), "vs_median": float(value) / median if median else 0}
             if profiled.beside_aftercare(step):
@@ -59,6 +64,7 @@ def rank_stats(durations, profiled: ToolSteps | None = None) -> dict | None:
         "max_s": float(ordered[-1]),
         "max_step": _step_of(durations, ordered[-1], profiled),
         "spikes": spikes,
+        "checkpoint_spikes": held,
     }
 
 
@@ -111,16 +117,22 @@ class ToolSteps:
     named the step before its window, 36x the median, as the job's worst and asked for it to be
     profiled): around each window, from the step before its first traced one (the watch of the
     job's ranges begins there, with a one-time TorchScript compile of tens of ms) to the one after
-    its last (the stop and the export). Steps *beside the aftercare* ran while a window's aftercare
+    its last (the stop and the export). A step after a *checkpoint* holds the time the tool took to
+    write its record there (``checkpoint_s``, the record's, as it measured it), taken off the step
+    before it is judged a spike. Steps *beside the aftercare* ran while a window's aftercare
     process compressed and summarized it (``aftercare_steps``, through the process's last step
     while it still runs): it takes CPU the job could have had (on 2 busy cores, tens of ms over the
     next steps), so a spike there is told with that fact; it stays a spike, since the job's own
     (a sleep, a slow rank) fall there too and cannot be told apart from the step times.
     """
 
-    def __init__(self, windows=(), steps: int = 0, warmup: int = 0, offset: int | None = 0) -> None:
+    def __init__(self, windows=(), steps: int = 0, warmup: int = 0, offset: int | None = 0, checkpoints=None) -> None:
         """``windows`` as the record has them, numbered as the job numbers its steps: ``offset``
-        (the record's ``step_offset``) takes them back to this process's steps, as the step times count."""
+        (the record's ``step_offset``) takes them back to this process's steps, as the step times count;
+        ``checkpoints``: the record's ``checkpoint_s``, in this process's steps already."""
+        self._checkpoint_s = {int(step): float(seconds) for step, seconds in checkpoints or ()}
+        #: How many steps hold a checkpoint's time (the spikes searched for reach that much further).
+        self.checkpoints = len(self._checkpoint_s)
         edges, beside = [], []
         offset = offset or 0
         for window in windows or ():
@@ -141,6 +153,10 @@ class ToolSteps:
 
     def __contains__(self, step: int) -> bool:
         return _within(self._firsts, self._spans, step)
+
+    def checkpoint_s(self, step: int) -> float:
+        """The time the tool's checkpoint took of this step (0.0: none kept)."""
+        return self._checkpoint_s.get(step, 0.0)
 
     def beside_aftercare(self, step: int) -> bool:
         return _within(self._beside_firsts, self._beside, step)

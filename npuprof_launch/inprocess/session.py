@@ -12,13 +12,13 @@ Each window has a profiler object of its own, built by the backend for that wind
 active steps and dropped after it: no profiler object exists between windows, so no state of
 torch's outlives one. While the schedule is still skipping, the session only counts.
 
-Every recorded step carries the job's own step number on the timeline: a ``iteration#N`` range
-(a declared function's calls carry ``NAME#N`` from the call clock), and torch's ``ProfilerStep#N``
+Every recorded step carries the job's own step number on the timeline: a ``iteration#N`` range (a
+declared function's calls carry ``NAME#N`` from the call clock), and torch's ``ProfilerStep#N``
 shows the same N where its counter can be set (backends.Backend.steps_from); a window cut short
 keeps no range of the step under way (``_unfinished``). The record (record.py) is written at the
-session's start, at every window edge, at steps 1, 2, 4, 8, ... and then every few seconds while
-it counts (a step count chosen from the measured step time, so no step reads a clock for it), and
-at its end; the step times go to a file beside it.
+session's start, at every window edge, at steps 1, 2, 4, 8, ... and then every few seconds (a step
+count from the measured step time: no step reads a clock for it), and at its end, with what each
+checkpoint took of the step after it; the step times go to a file beside it.
 
 Every failure of the profiler (build, start, step, stop, export) is caught here: one
 ``npuprof:`` line, one entry in the record, and the job goes on unprofiled.
@@ -206,6 +206,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             self._stepped_after_timeout()
         if self.steps >= self._checkpoint_at or self.steps >= self._poll_at:
             self._checkpoint(now)
+            self.step_times_file.checkpoints.note(self.steps + 1, time.perf_counter() - now)
         if self._window_rss is not None and self.window is not None:
             self._guard_memory()
         optimizer_clock = self.clock_name == "optimizer.step"
@@ -560,8 +561,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
     # -- checkpoints and the record -----------------------------------------------------------
 
     def _checkpoint(self, now: float) -> None:
-        """Every few seconds of steps: poll for requests, write the record and the step times.
-        The next checkpoint is a step count, from the measured step time: no step reads a clock."""
+        """Every few seconds of steps (a step count: module docstring): poll, write the record and step times."""
         step_s = steptiming.recent_step_s(self.times)
         if self.steps >= self._poll_at:
             if self._watcher is not None:

@@ -70,6 +70,7 @@ def to_record(session) -> dict:
         "declined": session.declined,
         "step_times": session.step_times_file.relative_to(session.output_dir),
         "step_stats": session.step_stats,
+        "checkpoint_s": [list(item) for item in session.step_times_file.checkpoints.kept],
         "profiler_messages": dict(session.profiler_messages),
         "started_ns": session.started_ns,
         "updated_ns": time.time_ns(),

@@ -18,6 +18,10 @@ from npuprof_launch.common import files, steptimes
 
 #: How many of the latest clock readings the recent step time is measured over.
 RECENT_STEPS = 64
+#: The tool's checkpoints kept in the record (the costliest), and the least cost kept: below it a
+#: checkpoint decides no spike (a spike is stepstats.SPIKE_MIN_S longer than the median at least).
+CHECKPOINTS_KEPT = 64
+CHECKPOINT_KEPT_S = 0.001
 
 
 def steps_in(seconds: float, step_s: float | None) -> int:
@@ -43,6 +47,27 @@ def mean_step_s(first_time: float | None, times: list[float], steps: int) -> flo
     return (last - first_time) / (steps - 1)
 
 
+class CheckpointTimes:
+    """How long the tool's own checkpoints (the record, the step times, a poll for requests) took
+    of the job's steps: ``[step, seconds]``, the step whose duration holds it (the one after the
+    boundary it ran at), in this process's numbering as the step times are.
+
+    Written files cost well under a millisecond of CPU, but on a loaded machine each one can wait
+    for the CPU: tens of ms on a 2-core machine at load 7 (measured: 4-63 ms of wall time for
+    0.8-0.9 ms of CPU), and the step after a checkpoint was named a spike of a healthy job. The
+    report takes this time off such a step before it judges it (stepstats.rank_stats)."""
+
+    def __init__(self) -> None:
+        self.kept: list[list] = []
+
+    def note(self, step: int, seconds: float) -> None:
+        if seconds < CHECKPOINT_KEPT_S:
+            return
+        self.kept.append([step, round(seconds, 6)])
+        if len(self.kept) > CHECKPOINTS_KEPT:
+            self.kept.remove(min(self.kept, key=operator.itemgetter(1)))
+
+
 class StepTimesFile:
     """The file of a session's step durations, beside its status record (steptimes.py)."""
 
@@ -50,6 +75,8 @@ class StepTimesFile:
         self.path = path
         #: How many durations the file holds: none, and the record names no file.
         self.written = 0
+        #: What the tool's checkpoints took of the steps after them (the record's ``checkpoint_s``).
+        self.checkpoints = CheckpointTimes()
         self._note_error = note_error
 
     def write(self, times: list[float], enabled: bool) -> None:
@@ -76,7 +103,7 @@ class StepTimesFile:
         from npuprof_launch.common import stepstats
 
         try:
-            profiled = stepstats.ToolSteps(results, steps, warmup, offset)
+            profiled = stepstats.ToolSteps(results, steps, warmup, offset, self.checkpoints.kept)
             return stepstats.rank_stats(steptimes.read(self.path), profiled)
         except Exception:  # noqa: BLE001 - the report computes them itself then
             return None

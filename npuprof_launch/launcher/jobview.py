@@ -96,7 +96,9 @@ def load(process: dict, output_dir: str, warmup: int = 0) -> dict | None:
     if not path:
         return None
     durations = steptimes.read(os.path.join(output_dir, path))
-    tool = stepstats.ToolSteps(process.get("windows"), len(durations) + 1, warmup, process.get("step_offset"))
+    tool = stepstats.ToolSteps(
+        process.get("windows"), len(durations) + 1, warmup, process.get("step_offset"), process.get("checkpoint_s")
+    )
     return stepstats.rank_stats(durations, tool)
 
 
@@ -115,7 +117,13 @@ def read_steps(process: dict, output_dir: str) -> Steps | None:
         return None
     first, durations = steptimes.read_tail(os.path.join(output_dir, path), COMPARED_STEPS)
     steps = first + len(durations) - 1
-    tool = stepstats.ToolSteps(process.get("windows"), steps, process.get("warmup") or 0, process.get("step_offset"))
+    tool = stepstats.ToolSteps(
+        process.get("windows"),
+        steps,
+        process.get("warmup") or 0,
+        process.get("step_offset"),
+        process.get("checkpoint_s"),
+    )
     return Steps(first, durations, tool)
 
 
@@ -476,7 +484,12 @@ def _tool_steps(timed: list[dict], series: dict, step_time: dict | None, undecid
                 low = min(cut) if low is None else min(low, min(cut))
                 high = max(cut) if high is None else max(high, max(cut))
         beside.extend([first + shift, last + shift] for first, last in steps.tool.aftercare_spans())
-    if not recorded and not beside:
+    held = sorted(
+        (spike["step"] + (p.get("step_offset") or 0), spike["step_s"], spike["checkpoint_s"])
+        for p in timed
+        for spike in (p.get("step_stats") or {}).get("checkpoint_spikes") or ()
+    )
+    if not recorded and not beside and not held:
         return None
     recorded, beside = stepstats.merged(recorded), stepstats.merged(beside)
     lines = []
@@ -496,11 +509,19 @@ def _tool_steps(timed: list[dict], series: dict, step_time: dict | None, undecid
             )
             line += f"; undecidable there, the job's or the tool's: {told}"
         lines.append(line)
+    if held:
+        lines.append(
+            f"step{'s' if len(held) > 1 else ''} {_spans_text(stepstats.merged([s, s] for s, _, _ in held))} "
+            f"({_ms_range(min(h[1] for h in held), max(h[1] for h in held))}) held the tool's own record "
+            f"writing ({_ms_range(min(h[2] for h in held), max(h[2] for h in held))}, as it timed it, a loaded "
+            "machine's wait for the CPU included): spikes with it, none without it, so no finding"
+        )
     return {
         "recorded_steps": recorded,
         "recorded_s": [low, high] if low is not None else None,
         "job_median_s": median,
         "aftercare_steps": beside,
+        "checkpoint_spikes": [{"step": s, "step_s": step_s, "checkpoint_s": c} for s, step_s, c in held],
         "lines": lines,
     }
 

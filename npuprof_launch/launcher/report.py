@@ -223,6 +223,7 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
             "run_id",
             "ended",
             "step_times",
+            "checkpoint_s",
         )
     }
     process.update(

@@ -46,6 +46,26 @@ def test_a_spike_of_the_window_is_no_spike_of_the_job_one_beside_the_aftercare_s
     assert stats["median_s"] < 0.002
 
 
+def test_a_step_that_held_the_tools_checkpoint_is_judged_without_it():
+    """The step after a checkpoint holds the record's writing: on a loaded machine or slow storage
+    tens of ms (a healthy DDP job beside a loaded suite was told "step 9: 3.0x the median"). Its
+    time, as the session measured it, is taken off before the step is judged; beyond it, a spike."""
+    durations = durations_with({9: 0.009, 17: 0.008, 20: 0.010}, typical=0.001)
+    tool = stepstats.ToolSteps([], steps=30, checkpoints=[[9, 0.0045], [17, 0.0002], [25, 0.01]])
+    stats = stepstats.rank_stats(durations, tool)
+    assert [spike["step"] for spike in stats["spikes"]] == [20, 17], "17: the job's own 7.8 ms besides 0.2 of ours"
+    assert stats["checkpoint_spikes"] == [{"step": 9, "step_s": 0.009, "checkpoint_s": 0.0045}]
+    job = jobview.summarize([{"rank": 0, "steps": 30, "step_stats": stats}], command=["python", "train.py"])
+    assert [spike["step"] for spike in job["spikes"]] == [20, 17]
+    assert job["tool_steps"]["checkpoint_spikes"] == [{"step": 9, "step_s": 0.009, "checkpoint_s": 0.0045}]
+    assert job["tool_steps"]["lines"] == [
+        "step 9 (9.0 ms) held the tool's own record writing (4.5 ms, as it timed it, a loaded machine's wait for "
+        "the CPU included): spikes with it, none without it, so no finding"
+    ]
+    untimed = stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=30))
+    assert [spike["step"] for spike in untimed["spikes"]] == [20, 9, 17], "an older record: no checkpoint times"
+
+
 def test_a_spike_beside_the_aftercare_is_the_jobs_when_far_beyond_what_the_aftercare_costs():
     durations = durations_with({13: 0.600, 20: 0.030})
     process = {"rank": 0, "step_stats": stepstats.rank_stats(durations, stepstats.ToolSteps([WINDOW], steps=30))}

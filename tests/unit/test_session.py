@@ -248,3 +248,24 @@ def test_call_at_lets_the_clock_count_alone_until_the_window(tmp_path):
         made.steps = max(made.steps, int(made.call_at) - 1)  # what the lean hook counts alone
         made.step_ended(inside_range=True)
     assert seen[:4] == [0, 2, 4, 8] and 9 in seen, seen
+
+
+def test_each_checkpoint_notes_what_it_took_of_the_step_after_it(tmp_path, monkeypatch):
+    """The record's writing at steps 1, 2, 4, ... lands in steps 2, 3, 5, ...: the report takes it off them."""
+    import time
+
+    from npuprof_launch.inprocess import sessionrecord, steptiming
+
+    made, _ = session(tmp_path, **{"skip-first": 100, "active": 1})
+    writes = made.write_safely
+    monkeypatch.setattr(made, "write_safely", lambda: (time.sleep(0.002), writes()))
+    steps(made, 5)
+    assert [step for step, _ in made.step_times_file.checkpoints.kept] == [2, 3, 5]
+    assert all(seconds >= 0.002 for _, seconds in made.step_times_file.checkpoints.kept)
+    assert sessionrecord.to_record(made)["checkpoint_s"] == made.step_times_file.checkpoints.kept
+
+    kept = steptiming.CheckpointTimes()
+    for step in range(1, 71):
+        kept.note(step, 0.001 * step)
+    kept.note(71, 0.0009)
+    assert len(kept.kept) == steptiming.CHECKPOINTS_KEPT and kept.kept[0] == [7, 0.007], "the costliest 64, in order"

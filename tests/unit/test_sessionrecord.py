@@ -89,7 +89,9 @@ def standin(**fields) -> types.SimpleNamespace:
         "outcomes": [],
         "errors": ["e"],
         "declined": None,
-        "step_times_file": types.SimpleNamespace(relative_to=lambda output_dir: f"rel-to:{output_dir}"),
+        "step_times_file": types.SimpleNamespace(
+            relative_to=lambda output_dir: f"rel-to:{output_dir}", checkpoints=types.SimpleNamespace(kept=[[2, 0.5]])
+        ),
         "output_dir": "/out",
         "step_stats": {"count": 8},
         "profiler_messages": {"error": 1},
@@ -113,6 +115,7 @@ def test_the_window_steps_run_from_the_first_window_to_the_last_or_to_the_count(
     assert (built["clock"], built["target"], built["stage"], built["range"]) == ("f", "lib:f", "rollout", True)
     assert (built["backend"], built["mean_step_s"], built["state"], built["ended"]) == ("torch", 0.5, "running", "exit")
     assert built["step_times"] == "rel-to:/out" and built["step_stats"] == {"count": 8}
+    assert built["checkpoint_s"] == [[2, 0.5]]
     assert sessionrecord.to_record(standin(backend=None))["backend"] is None
 
 
@@ -127,9 +130,10 @@ def test_the_record_holds_copies_of_the_sessions_lists():
     made.outcomes.append({"kind": "note", "step": None, "text": "later"})
     made.requests.append("r2")
     made.profiler_messages["error"] = 2
+    made.step_times_file.checkpoints.kept[0][1] = 9.0
     assert built["windows"][0]["traces"] == ["w1"] and built["warnings"] == ["w"] and built["requests"] == ["r1"]
     assert built["outcomes"] == [{"kind": "note", "step": None, "text": "w"}]
-    assert built["profiler_messages"] == {"error": 1}
+    assert built["profiler_messages"] == {"error": 1} and built["checkpoint_s"] == [[2, 0.5]]
 
 
 def test_the_windows_planned_come_from_the_schedule_or_from_the_requests():
