@@ -37,17 +37,6 @@ COLLECTIVE_RATIO = 0.25
 #: step, waited 0.30 of the other three's time, each of them within 13 % of another, and at 0.25
 #: no rank stood out).
 COLLECTIVE_RATIO_MANY = 0.4
-#: ...or below this one, against three others or more, when it is also below the least of them by
-#: COLLECTIVE_CLEAR_SPREADS times their spread: the others then wait alike, as they do for one rank
-#: (tried: a 4-rank DDP job's rank 2 sleeping a whole 50 ms step beside a busy process waited 74 ms
-#: against 174-204 ms, 0.40 of their median, 3.3 spreads below the least; in 12 healthy runs of 4
-#: and 8 ranks, with and without a busy process, the rank that waited least was at 0.61 of the
-#: others' median or more and at most 1.5 spreads below the least of them). With three others
-#: alone, chance puts one of four alike ranks 3 spreads clear in about 6 % of windows (normal
-#: waits): the ratio and the job's-steps test (_why_not_the_jobs) must hold too.
-COLLECTIVE_RATIO_CLEAR = 0.5
-COLLECTIVE_CLEAR_SPREADS = 3.0
-COLLECTIVE_CLEAR_OTHERS = 3
 COLLECTIVE_SHARE = 0.10
 COLLECTIVE_MIN_STEPS = 3
 COLLECTIVE_WAIT_STEPS = 1.0
@@ -270,20 +259,10 @@ def _slow_by_collectives(group: list[dict]) -> tuple[list[dict], str | None]:
         if share < COLLECTIVE_SHARE:
             continue
         span = f"{_wait_ms(low)}-{_wait_ms(high)} ms" if _wait_ms(low) != _wait_ms(high) else f"{_wait_ms(high)} ms"
-        many = len(others) >= COLLECTIVE_CLEAR_OTHERS
-        clear = many and own < low - COLLECTIVE_CLEAR_SPREADS * (high - low)
-        second = clear and own >= typical * ratio  # the second way, taken when the first does not name it
-        if second:
-            ratio = COLLECTIVE_RATIO_CLEAR
         if recorded < COLLECTIVE_MIN_STEPS:
             reason = f"its window held {recorded} recorded steps, fewer than {COLLECTIVE_MIN_STEPS}"
         elif own >= typical * ratio:
             reason = f"that is not below {ratio:g} of the others' median ({_wait_ms(typical * ratio)} ms)"
-            if many and not clear:
-                reason += (
-                    f", nor below {COLLECTIVE_RATIO_CLEAR:g} of it and {COLLECTIVE_CLEAR_SPREADS:g} times their "
-                    "spread below the least of them"
-                )
         elif own >= low - (high - low):
             reason = "the others are spread among themselves by more than it is below the least of them"
         else:
@@ -307,12 +286,7 @@ def _slow_by_collectives(group: list[dict]) -> tuple[list[dict], str | None]:
                 "others_min_collective_s": low,
                 "steps": recorded,
                 "ratio": round(own / low, 3) if low else 0.0,
-                "test": f"least time in collectives, below {ratio:g} of the others' median and "
-                + (
-                    f"{COLLECTIVE_CLEAR_SPREADS:g} times their spread below the least of them"
-                    if second
-                    else "beyond their spread"
-                ),
+                "test": f"least time in collectives, below {ratio:g} of the others' median and beyond their spread",
                 "level": ratio,
                 "evidence": f"in {steps} it spent {_wait_ms(own)} ms in collectives against {span} on the other ranks: "
                 "the others wait for it",

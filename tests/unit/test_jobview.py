@@ -235,31 +235,22 @@ def test_in_lockstep_a_rank_that_is_all_sleep_makes_the_others_wait_a_whole_step
     assert told["no_rank_stands_out"].endswith("more than its steps can hold (7.0 ms): the window's own doing")
 
 
-def test_in_lockstep_a_rank_the_others_all_wait_for_alike_is_named_beside_a_busy_process():
-    """The findings benchmark: rank 2 of 4 sleeping a whole 50 ms step beside a busy process waited
-    74 ms against 174-204 ms, 0.40 of the others' median, and was missed; the busy process
-    stretches every rank's collectives alike. Three others waiting alike, 3 spreads above it,
-    let it be named below half their median; a rank clear of alike others by as much but at
-    0.8 of their median (healthy runs: 0.61 or more) is no finding."""
+def test_in_lockstep_a_rank_the_others_waited_for_in_one_window_of_a_loaded_machine_is_no_finding():
+    """Below half the others' median and three spreads clear of them was tried as a second way to
+    name a rank (a whole-step-slow rank beside a busy process waited 0.40 of the others' median and
+    was missed) and withdrawn: a healthy 4-rank DDP job of 14 ms steps beside a loaded suite had a
+    rank preempted in its window, 22 ms in collectives against 46-53 ms, and was told it is the one
+    the others wait for. Three recorded steps cannot tell a rank's slowness from the machine's."""
     waits = (0.174, 0.180, 0.074, 0.204)
     rows = [collective_row(r, c, 5, 0.1088, 0.504) for r, c in enumerate(waits)]
-    (slow,) = jobview.summarize(rows)["slow_ranks"]
-    assert slow["rank"] == 2 and slow["level"] == 0.5
-    assert (
-        slow["test"]
-        == "least time in collectives, below 0.5 of the others' median and 3 times their spread below the least of them"
-    )
-    # Without the busy process: 16 ms against 162-172 ms, named the first way, and told so.
+    job = jobview.summarize(rows)
+    assert job["slow_ranks"] == [] and job["no_rank_stands_out"].endswith(
+        "that is not below 0.4 of the others' median (72 ms)"
+    ), job["no_rank_stands_out"]
+    # Without the busy process: 16 ms against 162-172 ms, named.
     first = [collective_row(r, c, 5, 0.0637, 0.372) for r, c in enumerate((0.1624, 0.1631, 0.0156, 0.172))]
     (slow,) = jobview.summarize(first)["slow_ranks"]
     assert slow["rank"] == 2 and slow["level"] == 0.4 and slow["test"].endswith("median and beyond their spread")
-    spread = [collective_row(r, c, 5, 0.1088, 0.504) for r, c in enumerate((0.130, 0.190, 0.074, 0.204))]
-    assert jobview.summarize(spread)["slow_ranks"] == [], "0.39 of the median but within 1 spread of the least"
-    near = [collective_row(r, c, 5, 0.0124, 0.067) for r, c in enumerate((0.0365, 0.0370, 0.0300, 0.0360))]
-    job = jobview.summarize(near)
-    assert job["slow_ranks"] == [] and job["no_rank_stands_out"].endswith(
-        "that is not below 0.5 of the others' median (18 ms)"
-    ), job["no_rank_stands_out"]
 
 
 def test_in_lockstep_a_rank_whose_window_was_shorter_is_not_the_one_the_others_wait_for():
@@ -290,14 +281,7 @@ def test_in_lockstep_no_rank_stands_out_says_why_the_collectives_name_none_not_t
     assert job["slow_ranks"] == [] and job["slow_rank_verdict"]["found"] is False
     assert job["no_rank_stands_out"] == (
         "in lockstep (the others spent 28% of their window in collectives), rank 1 waited least, 29 ms against "
-        "64-66 ms on the other ranks, and is no finding: the others waited 12.1 ms a recorded step longer, under "
-        "0.3 of the job's 73.4 ms median step (the order in which alike ranks reach a collective moves their "
-        "waits that much)"
-    )
-    rows = [collective_row(r, s, 5, 0.0734, 0.234) for r, s in enumerate((0.055, 0.0291, 0.066, 0.0641))]
-    assert jobview.summarize(rows)["no_rank_stands_out"].endswith(
-        "55-66 ms on the other ranks, and is no finding: that is not below 0.4 of the others' median (26 ms), "
-        "nor below 0.5 of it and 3 times their spread below the least of them"
+        "64-66 ms on the other ranks, and is no finding: that is not below 0.4 of the others' median (26 ms)"
     )
     rows = [collective_row(r, s, 5, 0.0734, 0.234) for r, s in enumerate((0.0655, 0.0051, 0.066, 0.0641))]
     near = jobview.summarize(rows)["no_rank_stands_out"]
