@@ -23,7 +23,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--slow-rank", type=int, default=2)
-    parser.add_argument("--slow-s", type=float, default=0.03)
+    parser.add_argument("--slow-s", type=float, default=0.1)
     parser.add_argument("--stall-rank", type=int, default=1)
     parser.add_argument("--stall-step", type=int, default=7)
     parser.add_argument("--stall-s", type=float, default=0.4)

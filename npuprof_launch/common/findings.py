@@ -159,7 +159,7 @@ def spike_beside_aftercare(excess_s: float, others_excess_s: float | None) -> tu
         return True, (
             f"{_ms(excess_s)} over the median while the tool's aftercare ran beside it: beyond "
             f"{AFTERCARE_FACTOR:g}x its worst cost on the other steps it touched ({_ms(others)}) and beyond "
-            f"{_ms(AFTERCARE_FLOOR_S)}, so the job's own"
+            f"{_ms(AFTERCARE_FLOOR_S)}, so the spike is the job's own"
         )
     return False, (
         f"{_ms(excess_s)} over the median while the tool's aftercare ran beside it (up to {_ms(others)} on the other "

@@ -141,7 +141,7 @@ def test_a_spike_beside_the_aftercare_is_undecidable_unless_overwhelming():
     assert not verdict and "cannot tell" in text
     job = job_of({14: 1.500, 13: 0.070})
     assert [(spike["step"], spike["beside_aftercare"]) for spike in job["spikes"]] == [(14, True)]
-    assert job["spikes"][0]["evidence"].endswith("so the job's own")
+    assert job["spikes"][0]["evidence"].endswith("so the spike is the job's own")
     assert [spike["step"] for spike in job["undecidable_spikes"]] == [13]
     assert not findings.spike_beside_aftercare(0.5, 0.2)[0], "past the floor, within 5x the cost on the other steps"
     assert not findings.spike_beside_aftercare(0.15, None)[0], "the aftercare touched no other step: the floor"

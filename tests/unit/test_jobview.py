@@ -74,7 +74,7 @@ def test_a_spike_beside_the_aftercare_is_the_jobs_when_far_beyond_what_the_after
         (13, True),
         (20, False),
     ], "worst first: the job's own spikes may fall beside the aftercare too"
-    assert "so the job's own" in job["spikes"][0]["evidence"]
+    assert "so the spike is the job's own" in job["spikes"][0]["evidence"]
     assert job["undecidable_spikes"] == []
     assert job["suggestions"] == ["npuprof-run --skip-first 12 --active 1 -- python train.py"], (
         "the next run profiles the job's worst spike, told its own beside our aftercare, with no aftercare beside it"
