@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from statistics import median
 
+from npuprof_launch.common import stepstats
+
 #: The level of every test here: a finding is made only when chance would produce its evidence
 #: less than once in a thousand jobs of alike ranks (after correcting for which rank was picked).
 LEVEL = 0.001
@@ -165,6 +167,35 @@ def spike_beside_aftercare(excess_s: float, others_excess_s: float | None) -> tu
         f"{_ms(excess_s)} over the median while the tool's aftercare ran beside it (up to {_ms(others)} on the other "
         f"steps it touched): the job's or the tool's, the step times cannot tell; a finding needs over {_ms(bound)}"
     )
+
+
+def spike_with_cpu_wait(step_s: float, median_s: float, cpu: dict) -> tuple[bool, str]:
+    """Whether a spike is the job's once its thread's wait for a CPU is taken off, and why (one line).
+
+    ``cpu``: the spike's ``cpu_wait_s`` with ``cpu_wait_steps`` (the block of readings that holds
+    it) or ``cpu_wait_at_most`` (a bound: the block was not among the longest waits kept). A
+    thread that waited on a run queue was runnable while no core ran it: other processes had the
+    cores, or the job's own threads and data loader workers did. The whole block's wait is taken
+    off the step (the block may hold other steps, so this takes off at least the step's own):
+    still a spike, it is the job's, with the wait as evidence; no spike without it, it is
+    undecidable, the job's or the machine's load: told apart, never a suggested run.
+    """
+    wait = cpu["cpu_wait_s"]
+    where = f"in {_steps_text(cpu['cpu_wait_steps'])}" if cpu.get("cpu_wait_steps") else "in its block of steps"
+    waited = f"{'at most ' if cpu.get('cpu_wait_at_most') else ''}{_ms(wait)} {where}"
+    rest = step_s - wait
+    bar = stepstats.spike_bar(median_s)
+    if rest > bar:
+        return True, f"{waited} waiting for a CPU, still {rest / median_s:.1f}x the median without it"
+    return False, (
+        f"{waited} waiting for a CPU (runnable while no core ran it: other processes, or the job's own threads "
+        f"and workers, had the cores); under the spike bar ({_ms(bar)}) without that wait: the job's or the "
+        "machine's load, the step times cannot tell"
+    )
+
+
+def _steps_text(span) -> str:
+    return f"steps {span[0]}-{span[1]}" if span[1] != span[0] else f"step {span[0]}"
 
 
 def _ms(seconds: float) -> str:

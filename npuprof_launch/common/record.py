@@ -90,6 +90,11 @@ FIELDS: dict[str, object] = {
     #: job's steps: [step, seconds], the step whose duration holds it, numbered as the step times are
     #: (this process's steps); the costliest 64 of 1 ms or more (inprocess/steptiming.py).
     "checkpoint_s": [],
+    #: How long the stepping thread waited for a CPU (runnable, not running), by blocks of steps
+    #: numbered as the step times are: {"blocks": [[first, last, seconds], ...] (the longest 64 of
+    #: 5 ms or more), "covered": [[first, last], ...] (the steps read), "at_most_s": the most any
+    #: covered block not kept waited}; None where the kernel does not say (inprocess/cpuwait.py).
+    "cpu_wait": None,
     #: How many errors and warnings the profiler itself logged ({"error": n, "warning": n}).
     "profiler_messages": {},
     "started_ns": 0,

@@ -25,15 +25,21 @@ def quantile(ordered, q: float) -> float:
     return float(ordered[index])
 
 
-def rank_stats(durations, profiled: ToolSteps | None = None) -> dict | None:
+def spike_bar(median: float) -> float:
+    """The least step time that is a spike, against its rank's median."""
+    return max(median * SPIKE_RATIO, median + SPIKE_MIN_S)
+
+
+def rank_stats(durations, profiled: ToolSteps | None = None, cpu_wait: dict | None = None) -> dict | None:
     """Median, p90, max and the spikes of one process's step durations (steps 2, 3, ...);
-    ``profiled``: the steps the tool's own work ran in (``ToolSteps``), never spikes of the job."""
+    ``profiled``: the steps the tool's own work ran in (``ToolSteps``), never spikes of the job;
+    ``cpu_wait``: the record's (inprocess/cpuwait.py), each spike gets its block's wait for a CPU."""
     if not durations:
         return None
     profiled = profiled if profiled is not None else ToolSteps()
     ordered = _job_steps_sorted(durations, profiled)
     median = quantile(ordered, 0.5)
-    threshold = max(median * SPIKE_RATIO, median + SPIKE_MIN_S)
+    threshold = spike_bar(median)
     above = len(ordered) - bisect_right(ordered, threshold)
     spikes: list[dict] = []
     held: list[dict] = []
@@ -53,6 +59,7 @@ def rank_stats(durations, profiled: ToolSteps | None = None) -> dict | None:
             spike = {"step": step, "step_s": float(value), "vs_median": float(value) / median if median else 0}
             if profiled.beside_aftercare(step):
                 spike["beside_aftercare"] = True
+            spike.update(cpu_wait_of(cpu_wait, step))
             spikes.append(spike)
     beside = [spike for spike in spikes if spike.get("beside_aftercare")]
     if beside:
@@ -66,6 +73,20 @@ def rank_stats(durations, profiled: ToolSteps | None = None) -> dict | None:
         "spikes": spikes,
         "checkpoint_spikes": held,
     }
+
+
+def cpu_wait_of(cpu_wait: dict | None, step: int) -> dict:
+    """What the stepping thread waited for a CPU in the block of readings that holds ``step``:
+    ``cpu_wait_s`` and the block's ``cpu_wait_steps``, or for a block not kept ``cpu_wait_s`` as a
+    bound with ``cpu_wait_at_most``; nothing where no reading covers the step."""
+    if not cpu_wait:
+        return {}
+    for first, last, seconds in cpu_wait.get("blocks") or ():
+        if first <= step <= last:
+            return {"cpu_wait_s": float(seconds), "cpu_wait_steps": [int(first), int(last)]}
+    if any(first <= step <= last for first, last in cpu_wait.get("covered") or ()):
+        return {"cpu_wait_s": float(cpu_wait["at_most_s"]), "cpu_wait_at_most": True}
+    return {}
 
 
 def _aftercare_cost(durations, profiled: ToolSteps, median: float, spikes: list[dict]) -> None:

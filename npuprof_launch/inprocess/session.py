@@ -27,7 +27,8 @@ What decides nothing at a step lives beside the session, a module for each job: 
 the environment (opensession.py), the step times and their file (steptiming.py), the record's
 fields (sessionrecord.py), the windows' aftercare processes (aftercarejobs.py), on-demand requests
 (requesttaking.py), --max-window-mb (memoryguard.py), the end (endreason.py), hangs (hangwatch.py),
-what it says and keeps (sessionnotes.py), a window whose process stops stepping (windowtimeout.py).
+what it says and keeps (sessionnotes.py), a window whose process stops stepping (windowtimeout.py),
+the stepping thread's waits for a CPU (cpuwait.py).
 What runs at a step stays here: ``step_ended`` to ``_act``.
 """
 
@@ -41,14 +42,7 @@ import time
 from npuprof_launch.common import names, numbering, options, outcomes, record
 from npuprof_launch.common.record import State
 from npuprof_launch.common.schedule import Schedule, Window
-from npuprof_launch.inprocess import (
-    coexist,
-    endreason,
-    hangwatch,
-    memoryguard,
-    requesttaking,
-    steptiming,
-)
+from npuprof_launch.inprocess import coexist, cpuwait, endreason, hangwatch, memoryguard, requesttaking, steptiming
 from npuprof_launch.inprocess.aftercarejobs import AftercareJobs
 from npuprof_launch.inprocess.jobnumbering import JobNumbering
 from npuprof_launch.inprocess.sessionnotes import SessionNotes
@@ -121,6 +115,8 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self._poll_at = 1
         #: The process's hang watch, armed at checkpoints, and the pauses it saw (hangwatch.py).
         self.hang = hangwatch.Pauses(self._status_path, config.hang_after)
+        #: The stepping thread's waits for a CPU, read every few tenths of a second of steps.
+        self.cpu_wait = cpuwait.CpuWait()
 
         self._windows = list(self.schedule.windows()) if not config.on_demand else []
         self._next = 0
@@ -202,6 +198,8 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             self._first_time = now
         if self.state == State.OFF:
             return
+        if self.steps >= self.cpu_wait.at:
+            self.cpu_wait.note(self.steps, self.times)
         if self._closed_idle_at is not None:
             self._stepped_after_timeout()
         if self.steps >= self._checkpoint_at or self.steps >= self._poll_at:
@@ -245,7 +243,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             due = max(upcoming.first - 2, 1)  # one boundary early: to watch the job's ranges (safepoints.py)
         else:
             due = float("inf")
-        self.call_at = min(due, self._checkpoint_at, self._poll_at)
+        self.call_at = min(due, self._checkpoint_at, self._poll_at, self.cpu_wait.at)
 
     def _act(self, may_start: bool = True) -> None:
         """Bring the profiler to where the schedule wants it after ``steps`` steps (at a safe point)."""
@@ -543,7 +541,9 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self.ended = how
         self.step_times_file.write(self.times, self.config.step_times)
         if self.step_times_file.written:
-            self.step_stats = self.step_times_file.stats(self.results, self.steps, self.config.warmup, self.step_offset)
+            self.step_stats = self.step_times_file.stats(
+                self.results, self.steps, self.config.warmup, self.step_offset, self.cpu_wait.record()
+            )
         self._aftercare.wait(AFTERCARE_WAIT_S, self.steps)
         self.write_safely()
 

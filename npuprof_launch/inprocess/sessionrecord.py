@@ -71,6 +71,7 @@ def to_record(session) -> dict:
         "step_times": session.step_times_file.relative_to(session.output_dir),
         "step_stats": session.step_stats,
         "checkpoint_s": [list(item) for item in session.step_times_file.checkpoints.kept],
+        "cpu_wait": session.cpu_wait.record(),
         "profiler_messages": dict(session.profiler_messages),
         "started_ns": session.started_ns,
         "updated_ns": time.time_ns(),

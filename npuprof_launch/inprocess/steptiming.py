@@ -96,7 +96,9 @@ class StepTimesFile:
         except OSError as exc:
             self._note_error(f"could not write the step times {self.path}: {exc}")
 
-    def stats(self, results: list[dict], steps: int, warmup: int, offset: int = 0) -> dict | None:
+    def stats(
+        self, results: list[dict], steps: int, warmup: int, offset: int = 0, cpu_wait: dict | None = None
+    ) -> dict | None:
         """At the end: this process's own step statistics (stepstats.rank_stats), so the report of a
         thousand ranks reads a few numbers each instead of sorting every step time of the run;
         None when they cannot be had (the report computes them itself then)."""
@@ -104,7 +106,7 @@ class StepTimesFile:
 
         try:
             profiled = stepstats.ToolSteps(results, steps, warmup, offset, self.checkpoints.kept)
-            return stepstats.rank_stats(steptimes.read(self.path), profiled)
+            return stepstats.rank_stats(steptimes.read(self.path), profiled, cpu_wait)
         except Exception:  # noqa: BLE001 - the report computes them itself then
             return None
 

@@ -118,6 +118,8 @@ def problems_and_findings(report: dict) -> str:
     job = report.get("job") or {}
     if job.get("no_rank_stands_out"):
         parts.append(f"<p>No rank stands out: {esc(job['no_rank_stands_out'])}.</p>")
+    for line in job.get("cpu_wait_lines") or ():
+        parts.append(f"<p>Waiting for a CPU, no finding: {esc(line)}.</p>")
     tool_lines = (job.get("tool_steps") or {}).get("lines") or ()
     if tool_lines:
         items = "".join(f"<li>{esc(line)}</li>" for line in tool_lines)

@@ -88,7 +88,7 @@ def load(process: dict, output_dir: str, warmup: int = 0) -> dict | None:
     tool = stepstats.ToolSteps(
         process.get("windows"), len(durations) + 1, warmup, process.get("step_offset"), process.get("checkpoint_s")
     )
-    return stepstats.rank_stats(durations, tool)
+    return stepstats.rank_stats(durations, tool, process.get("cpu_wait"))
 
 
 class Steps(NamedTuple):
@@ -144,6 +144,7 @@ def summarize(
         "slow_rank_verdict": None,
         "spikes": [],
         "undecidable_spikes": [],
+        "cpu_wait_lines": [],
         "tool_steps": None,
         "window_steps": [],
         "suggestions": [],
@@ -172,7 +173,9 @@ def summarize(
         if not job["slow_ranks"]:
             job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
     job["spikes"], job["undecidable_spikes"] = _spikes(timed)
-    job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], job["undecidable_spikes"])
+    beside = [spike for spike in job["undecidable_spikes"] if spike.get("beside_aftercare")]
+    job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], beside)
+    job["cpu_wait_lines"] = _cpu_wait_lines(job["undecidable_spikes"])
     job["window_steps"] = _window_steps(processes)
     job["suggestions"] = _suggestions(job, command, given or {}, route)
     return job
@@ -389,7 +392,9 @@ def _recorded_steps(process: dict) -> int:
 def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict]]:
     """Spikes grouped by step across ranks (lockstep spreads one rank's spike to all), worst first;
     and apart, those beside the tool's aftercare that the step times cannot tell from its cost
-    (findings.spike_beside_aftercare): a rank's spike there is named only on its own evidence."""
+    (findings.spike_beside_aftercare): a rank's spike there is named only on its own evidence;
+    and those a rank's wait for a CPU explains (findings.spike_with_cpu_wait): every rank's spike at
+    that step, as the one rank's wait can hold all the others in lockstep."""
     by_step: dict[tuple, list[dict]] = {}
     for process in timed:
         stats = process["step_stats"]
@@ -405,9 +410,19 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict]]:
                     if "aftercare_others_s" in spike
                     else (False, "beside the tool's aftercare, its cost not recorded")
                 )
+            if "cpu_wait_s" in spike:
+                ok, text = findings.spike_with_cpu_wait(spike["step_s"], stats["median_s"], spike)
+                item["cpu_verdict"] = (ok, text if item["rank"] is None else f"rank {item['rank']}: {text}")
             by_step.setdefault(key, []).append(item)
     grouped, undecidable = [], []
     for (stage, step), items in by_step.items():
+        waited = [item for item in items if not item.get("cpu_verdict", (True, ""))[0]]
+        if waited:
+            group = _spike_group(dict(stage), step, items)
+            group["cpu_wait"] = True
+            group["undecidable"] = max(waited, key=lambda item: item["vs_median"])["cpu_verdict"][1]
+            undecidable.append(group)
+            continue
         named = [item for item in items if item.get("verdict", (True, ""))[0]]
         unnamed = [item for item in items if not item.get("verdict", (True, ""))[0]]
         if named:
@@ -415,6 +430,9 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict]]:
             if all(item.get("beside_aftercare") for item in named):
                 group["beside_aftercare"] = True
                 group["evidence"] = max(named, key=lambda item: item["vs_median"])["verdict"][1]
+            waits = [item for item in named if "cpu_verdict" in item]
+            if waits:
+                group["cpu_evidence"] = max(waits, key=lambda item: item["cpu_wait_s"])["cpu_verdict"][1]
             grouped.append(group)
         if unnamed:
             group = _spike_group(dict(stage), step, unnamed)
@@ -424,6 +442,19 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict]]:
     grouped.sort(key=lambda item: (-item["vs_median"], item["step"]))
     undecidable.sort(key=lambda item: (-item["vs_median"], item["step"]))
     return grouped[:SPIKES_SHOWN], undecidable[:SPIKES_SHOWN]
+
+
+def _cpu_wait_lines(undecidable: list[dict]) -> list[str]:
+    """The spikes a wait for a CPU explains, a line for each block of readings (its steps together)."""
+    by_reason: dict[str, list[dict]] = {}
+    for spike in sorted((s for s in undecidable if s.get("cpu_wait")), key=lambda s: s["step"]):
+        by_reason.setdefault(spike["undecidable"], []).append(spike)
+    lines = []
+    for reason, spikes in by_reason.items():
+        steps = ", ".join(str(s["step"]) for s in spikes)
+        ratios = ", ".join(f"{s['vs_median']:.1f}x" for s in spikes)
+        lines.append(f"step{'s' if len(spikes) > 1 else ''} {steps} ({ratios} the median): {reason}")
+    return lines
 
 
 def _spike_group(stage: dict, step: int, items: list[dict]) -> dict:

@@ -224,6 +224,7 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
             "ended",
             "step_times",
             "checkpoint_s",
+            "cpu_wait",
         )
     }
     process.update(
@@ -560,6 +561,8 @@ def _spike_text(spike: dict, job: dict) -> str:
     text += f" ({spike['step_s'] * 1e3:.1f} ms)"
     if spike.get("beside_aftercare"):
         text += f", beside npuprof's aftercare of a window (compression, summary): {spike.get('evidence')}"
+    if spike.get("cpu_evidence"):
+        text += f"; {spike['cpu_evidence']}"
     return text
 
 

@@ -98,6 +98,9 @@ def standin(**fields) -> types.SimpleNamespace:
         "started_ns": 5,
         "ended": "exit",
         "hang": types.SimpleNamespace(record=lambda output_dir: None, found=[]),
+        "cpu_wait": types.SimpleNamespace(
+            record=lambda: {"blocks": [[2, 3, 0.04]], "covered": [[2, 9]], "at_most_s": 0.005}
+        ),
     }
     values.update(fields)
     return types.SimpleNamespace(**values)
@@ -116,6 +119,7 @@ def test_the_window_steps_run_from_the_first_window_to_the_last_or_to_the_count(
     assert (built["backend"], built["mean_step_s"], built["state"], built["ended"]) == ("torch", 0.5, "running", "exit")
     assert built["step_times"] == "rel-to:/out" and built["step_stats"] == {"count": 8}
     assert built["checkpoint_s"] == [[2, 0.5]]
+    assert built["cpu_wait"] == {"blocks": [[2, 3, 0.04]], "covered": [[2, 9]], "at_most_s": 0.005}
     assert sessionrecord.to_record(standin(backend=None))["backend"] is None
 
 

@@ -1,0 +1,100 @@
+"""How long the stepping thread waited for a CPU, by short blocks of steps: what tells a loaded
+machine's stall from a spike of the job's own.
+
+A step can be long because the job did more (a sleep, a data wait, a slow collective) or because
+its thread was runnable and no core ran it: other processes, or the job's own threads and data
+loader workers, had the cores. The step times cannot tell these apart; the kernel can. Linux keeps,
+per thread, the time it spent waiting on a run queue (the second field of
+``/proc/thread-self/schedstat``, in ns, since Linux 2.6 with scheduler statistics: every distribution
+kernel). On a 2-core machine beside a CPU hog, steps 5x their median on every rank at once were
+named spikes of a healthy job; this is the evidence that keeps them out of the findings.
+
+Read at a step boundary every ``BLOCK_S`` of steps (a step count, as the checkpoints are: the
+per-step path reads no clock for it), never every step: one read is a few microseconds, ten a
+second a few hundredths of a percent of a core. The block
+``[first, last, seconds]`` holds steps ``first..last`` of this process (numbered as the step times
+are). Kept: the ``KEPT`` largest waits of ``KEPT_S`` or more; every block not kept waited at most
+``at_most_s``, a bound the report may use as well as a reading. Standard library only: this runs in
+every process of the job.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+
+from npuprof_launch.inprocess import steptiming
+
+SCHEDSTAT = "/proc/thread-self/schedstat"
+#: The length of a block, in the job's own step time: short enough that a spike's block is mostly
+#: the spike (a step of this length or more is a block of its own). The whole block's wait is
+#: taken off a spike in it (findings.spike_with_cpu_wait), so a longer block over-explains.
+BLOCK_S = 0.1
+#: The blocks kept (the longest waits), and the least wait kept: a spike is 5 ms long at least.
+KEPT = 64
+KEPT_S = 0.005
+
+
+def read_wait_ns(path: str = SCHEDSTAT) -> int | None:
+    """The calling thread's run-queue wait so far, in ns; None where the kernel does not say."""
+    try:
+        with open(path, "rb") as handle:
+            return int(handle.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class CpuWait:
+    """The run-queue waits of one session's stepping thread, block by block."""
+
+    def __init__(self, read=read_wait_ns) -> None:
+        self._read = read
+        #: The step count at which the next reading is due (the session calls at it).
+        self.at: float = 1
+        self.kept: list[list] = []
+        #: The largest wait dropped from ``kept`` (every block not kept waited at most this or KEPT_S).
+        self.dropped_s = 0.0
+        #: The steps the readings cover, as [first, last] ranges (a change of thread leaves a gap).
+        self.covered: list[list[int]] = []
+        self._last: tuple[int, int, int] | None = None  # (step, wait ns, thread)
+
+    def note(self, steps: int, times: list[float]) -> None:
+        """At the boundary that ended step ``steps``: close the block since the last reading (on the
+        same thread: a reading is the calling thread's own) and plan the next."""
+        wait_ns = self._read()
+        if wait_ns is None:
+            self.at = float("inf")
+            return
+        thread = threading.get_ident()
+        last = self._last
+        if last is not None and last[2] == thread and steps > last[0]:
+            self._cover(last[0] + 1, steps)
+            self._keep(last[0] + 1, steps, (wait_ns - last[1]) / 1e9)
+        self._last = (steps, wait_ns, thread)
+        self.at = steps + steptiming.steps_in(BLOCK_S, steptiming.recent_step_s(times))
+
+    def _cover(self, first: int, last: int) -> None:
+        if self.covered and self.covered[-1][1] == first - 1:
+            self.covered[-1][1] = last
+        elif len(self.covered) < KEPT:  # beyond: the later steps have no bound (as without readings)
+            self.covered.append([first, last])
+
+    def _keep(self, first: int, last: int, seconds: float) -> None:
+        if seconds < KEPT_S:
+            return
+        self.kept.append([first, last, round(seconds, 6)])
+        if len(self.kept) > KEPT:
+            least = min(self.kept, key=operator.itemgetter(2))
+            self.kept.remove(least)
+            self.dropped_s = max(self.dropped_s, least[2])
+
+    def record(self) -> dict | None:
+        """The record's ``cpu_wait``: the kept ``blocks``, the ``covered`` steps and the bound
+        ``at_most_s`` on the other blocks in them; None where no block was read."""
+        if not self.covered:
+            return None
+        return {
+            "blocks": [list(block) for block in self.kept],
+            "covered": [list(span) for span in self.covered],
+            "at_most_s": max(KEPT_S, self.dropped_s),
+        }

@@ -1,0 +1,37 @@
+"""A step whose thread got no CPU is no finding of the job's, and says why; a sleep in the same run
+stays one. The real job (tests/scripts/cpu_contention.py) pins itself to one core, starts six
+spinning processes on it for step 12 and sleeps 0.3 s in step 30; the kernel's run-queue counter,
+read by the hook every tenth of a second of steps, is the evidence (inprocess/cpuwait.py)."""
+
+from __future__ import annotations
+
+import sys
+
+from conftest import assert_ok, bare_run, check_json, npuprof, script, suggestions
+
+JOB = [script("cpu_contention.py"), "--steps", "60", "--contended-step", "12", "--sleep-step", "30"]
+
+
+def test_a_step_spent_waiting_for_a_cpu_is_told_apart_and_a_sleep_is_the_jobs_spike(tmp_path):
+    out = str(tmp_path / "out")
+    result = npuprof(["--skip-first", "45", "--active", "2", "--output-dir", out, "--", sys.executable, *JOB])
+    assert_ok(result)
+    bare = bare_run(JOB)
+    assert_ok(bare)
+    assert result.stdout == bare.stdout, "the job's result unchanged"
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+    job = report["job"]
+    (process,) = report["processes"]
+    assert process["cpu_wait"]["covered"], "the hook read the thread's run-queue wait"
+    named = {spike["step"]: spike for spike in job["spikes"]}
+    assert 30 in named, job
+    assert "waiting for a CPU, still" in named[30]["cpu_evidence"], "the sleep's evidence: its wait was small"
+    told = {spike["step"]: spike for spike in job["undecidable_spikes"] if spike.get("cpu_wait")}
+    assert 12 in told and 12 not in named, job
+    assert "the job's or the machine's load" in told[12]["undecidable"]
+    assert any(line.startswith("step") and "12" in line for line in job["cpu_wait_lines"]), job["cpu_wait_lines"]
+    assert "waiting for a CPU, no finding: step" in result.stderr, result.stderr
+    assert suggestions(result.stderr) == [
+        f"npuprof-run --skip-first 29 --active 1 --output-dir {out} -- {sys.executable} {' '.join(JOB)}"
+    ], "the next run profiles the sleep, never the step that waited for a CPU"

@@ -1,0 +1,133 @@
+"""The stepping thread's waits for a CPU: read by blocks of steps in the process (cpuwait.py),
+taken off a spike before it is judged (findings.spike_with_cpu_wait), and a lockstep step that one
+rank's wait explains told apart on every rank (jobview.py)."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from npuprof_launch.common import findings, stepstats
+from npuprof_launch.inprocess import cpuwait
+from npuprof_launch.launcher import jobview
+
+
+class Kernel:
+    """A stand-in for the kernel's run-queue counter: the test says how much each block waited."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+        self.works = True
+
+    def read(self):
+        return self.ns if self.works else None
+
+
+def test_a_block_runs_from_the_step_after_a_reading_to_the_next_and_only_waits_of_5_ms_are_kept():
+    kernel = Kernel()
+    wait = cpuwait.CpuWait(kernel.read)
+    times = [i * 0.01 for i in range(30)]  # 10 ms steps: a reading every 10 steps
+    wait.note(1, times[:1])
+    assert wait.at == 2, "the step time is not known yet: the next boundary"
+    kernel.ns += 2_000_000
+    wait.note(2, times[:2])
+    assert wait.at == 12 and wait.kept == []
+    kernel.ns += 40_000_000
+    wait.note(12, times[:12])
+    assert wait.kept == [[3, 12, 0.04]]
+    assert wait.record() == {"blocks": [[3, 12, 0.04]], "covered": [[2, 12]], "at_most_s": cpuwait.KEPT_S}
+
+
+def test_the_longest_waits_are_kept_and_the_rest_bounded_by_the_longest_dropped():
+    kernel = Kernel()
+    wait = cpuwait.CpuWait(kernel.read)
+    wait.note(1, [])
+    for step in range(2, cpuwait.KEPT + 12):
+        kernel.ns += step * 1_000_000
+        wait.note(step, [])
+    record = wait.record()
+    assert len(record["blocks"]) == cpuwait.KEPT
+    assert min(block[2] for block in record["blocks"]) > record["at_most_s"]
+    assert record["at_most_s"] == pytest.approx(0.011), "dropped: the 5-11 ms waits, the 2-4 ms ones never kept"
+    assert record["covered"] == [[2, cpuwait.KEPT + 11]]
+
+
+def test_a_reading_on_another_thread_starts_anew_and_a_kernel_without_the_counter_stops_the_readings():
+    kernel = Kernel()
+    wait = cpuwait.CpuWait(kernel.read)
+    wait.note(1, [])
+    elsewhere = threading.Thread(target=wait.note, args=(5, []))
+    elsewhere.start()
+    elsewhere.join()
+    kernel.ns += 50_000_000
+    wait.note(9, [])
+    assert wait.kept == [] and wait.record() is None, "the thread's own counter: no block across two threads"
+    kernel.ns += 50_000_000
+    wait.note(12, [])
+    assert wait.kept == [[10, 12, 0.05]] and wait.record()["covered"] == [[10, 12]]
+    kernel.works = False
+    wait.note(13, [])
+    assert wait.at == float("inf")
+
+
+def test_the_real_counter_is_read_here():
+    """This machine's kernel keeps the counter (Linux): the readings are of a real thread."""
+    first = cpuwait.read_wait_ns()
+    assert isinstance(first, int) and first >= 0
+    assert cpuwait.read_wait_ns() >= first
+    assert cpuwait.read_wait_ns("/nonexistent/schedstat") is None
+
+
+def durations_with(slow: dict[int, float], steps: int = 40) -> list[float]:
+    rng = random.Random(3)
+    return [slow.get(step, 0.020 * (1 + rng.gauss(0, 0.02))) for step in range(2, steps + 1)]
+
+
+def test_a_spike_the_wait_explains_is_undecidable_and_one_it_does_not_is_the_jobs_with_the_wait_as_evidence():
+    durations = durations_with({20: 0.120, 30: 0.300})
+    cpu = {"blocks": [[18, 22, 0.110], [29, 31, 0.030]], "covered": [[2, 40]], "at_most_s": 0.005}
+    stats = stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=40), cpu)
+    by_step = {spike["step"]: spike for spike in stats["spikes"]}
+    assert by_step[20]["cpu_wait_s"] == 0.110 and by_step[20]["cpu_wait_steps"] == [18, 22]
+    assert by_step[30]["cpu_wait_s"] == 0.030
+    job = jobview.summarize([{"rank": 0, "steps": 40, "step_stats": stats}], command=["python", "train.py"])
+    assert [spike["step"] for spike in job["spikes"]] == [30]
+    assert (
+        job["spikes"][0]["cpu_evidence"]
+        == "rank 0: 30.0 ms in steps 29-31 waiting for a CPU, still 13.5x the median without it"
+    )
+    assert [(s["step"], s["cpu_wait"]) for s in job["undecidable_spikes"]] == [(20, True)]
+    assert job["cpu_wait_lines"] and job["cpu_wait_lines"][0].startswith("step 20 (6.0x the median): rank 0: 110.0 ms")
+    assert "the job's or the machine's load" in job["cpu_wait_lines"][0]
+    assert job["suggestions"] == ["npuprof-run --skip-first 29 --active 1 -- python train.py"], "never the waited one"
+
+
+def test_a_bound_is_taken_off_like_a_reading_and_a_step_no_reading_covers_is_judged_as_before():
+    durations = durations_with({20: 0.120})
+    bounded = {"blocks": [], "covered": [[2, 40]], "at_most_s": 0.090}
+    stats = stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=40), bounded)
+    assert stats["spikes"][0]["cpu_wait_at_most"] is True
+    verdict, text = findings.spike_with_cpu_wait(0.120, 0.020, stats["spikes"][0])
+    assert not verdict and text.startswith("at most 90.0 ms in its block of steps waiting for a CPU")
+    uncovered = {"blocks": [], "covered": [[25, 40]], "at_most_s": 0.090}
+    stats = stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=40), uncovered)
+    assert "cpu_wait_s" not in stats["spikes"][0]
+    assert [s["step"] for s in jobview.summarize([{"rank": 0, "steps": 40, "step_stats": stats}])["spikes"]] == [20]
+
+
+def test_in_lockstep_one_ranks_wait_for_a_cpu_makes_the_step_undecidable_on_every_rank():
+    """Rank 1 was runnable and unscheduled; ranks 0 and 2 waited for it inside a collective (not
+    for a CPU): their spikes at that step are its wait too."""
+    processes = []
+    for rank, wait in ((0, 0.002), (1, 0.300), (2, 0.001)):
+        durations = durations_with({20: 0.330})
+        cpu = {"blocks": [[20, 20, wait]] if wait >= 0.005 else [], "covered": [[2, 40]], "at_most_s": 0.005}
+        stats = stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=40), cpu)
+        processes.append({"rank": rank, "steps": 40, "step_stats": stats})
+    job = jobview.summarize(processes, command=["python", "train.py"])
+    assert job["spikes"] == [] and job["suggestions"] == []
+    assert [(s["step"], s["ranks"]) for s in job["undecidable_spikes"]] == [(20, [0, 1, 2])]
+    line = job["cpu_wait_lines"][0]
+    assert line.startswith("step 20 (16.") and "the median): rank 1: 300.0 ms in step 20 waiting for a CPU" in line
