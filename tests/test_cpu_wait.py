@@ -9,6 +9,8 @@ import sys
 
 from conftest import assert_ok, bare_run, check_json, npuprof, script, suggestions
 
+from npuprof_launch.common import findings
+
 JOB = [script("cpu_contention.py"), "--steps", "60", "--contended-step", "12", "--sleep-step", "30"]
 
 
@@ -29,9 +31,10 @@ def test_a_step_spent_waiting_for_a_cpu_is_told_apart_and_a_sleep_is_the_jobs_sp
     assert "waiting for a CPU, still" in named[30]["cpu_evidence"], "the sleep's evidence: its wait was small"
     told = {spike["step"]: spike for spike in job["undecidable_spikes"] if spike.get("cpu_wait")}
     assert 12 in told and 12 not in named, job
-    assert "the job's or the machine's load" in told[12]["undecidable"]
+    assert "waiting for a CPU; under the spike bar" in told[12]["undecidable"]
     assert any(line.startswith("step") and "12" in line for line in job["cpu_wait_lines"]), job["cpu_wait_lines"]
-    assert "waiting for a CPU, no finding: step" in result.stderr, result.stderr
+    said = result.stderr.split(f"  {findings.CPU_WAIT_MEANING}:\n", 1)
+    assert len(said) == 2 and said[1].startswith("    step"), result.stderr
     assert suggestions(result.stderr) == [
         f"npuprof-run --skip-first 29 --active 1 --output-dir {out} -- {sys.executable} {' '.join(JOB)}"
     ], "the next run profiles the sleep, never the step that waited for a CPU"

@@ -37,6 +37,11 @@ SLOW_RANK_TEST = "per-step binomial test"
 #: 40.6 ms step 9 of the README's run; up to 101x of a 0.5 ms step), so 0.2 s is 4x that.
 AFTERCARE_FACTOR = 5.0
 AFTERCARE_FLOOR_S = 0.2
+#: What the spikes a wait for a CPU explains are, said once before them (summary, page).
+CPU_WAIT_MEANING = (
+    "waiting for a CPU (runnable while no core ran it: other processes, or the job's own threads and workers, "
+    "had the cores), so no finding: the job's or the machine's load, the step times cannot tell"
+)
 
 
 def binomial_tail(k: int, n: int, p: float) -> float:
@@ -187,11 +192,7 @@ def spike_with_cpu_wait(step_s: float, median_s: float, cpu: dict) -> tuple[bool
     bar = stepstats.spike_bar(median_s)
     if rest > bar:
         return True, f"{waited} waiting for a CPU, still {rest / median_s:.1f}x the median without it"
-    return False, (
-        f"{waited} waiting for a CPU (runnable while no core ran it: other processes, or the job's own threads "
-        f"and workers, had the cores); under the spike bar ({_ms(bar)}) without that wait: the job's or the "
-        "machine's load, the step times cannot tell"
-    )
+    return False, f"{waited} waiting for a CPU; under the spike bar ({_ms(bar)}) without it"
 
 
 def _steps_text(span) -> str:

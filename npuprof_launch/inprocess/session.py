@@ -115,7 +115,6 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self._poll_at = 1
         #: The process's hang watch, armed at checkpoints, and the pauses it saw (hangwatch.py).
         self.hang = hangwatch.Pauses(self._status_path, config.hang_after)
-        #: The stepping thread's waits for a CPU, read every few tenths of a second of steps.
         self.cpu_wait = cpuwait.CpuWait()
 
         self._windows = list(self.schedule.windows()) if not config.on_demand else []
@@ -539,6 +538,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self.flush(cause)
         self.hang.at_end(self.times, self.steps, how == record.ENDED_EXIT and cause == "exit" and uncaught is None)
         self.ended = how
+        self.cpu_wait.note(self.steps, self.times)  # the steps since the last reading (on this thread)
         self.step_times_file.write(self.times, self.config.step_times)
         if self.step_times_file.written:
             self.step_stats = self.step_times_file.stats(
@@ -556,7 +556,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self.state = State.OFF
         self.window = self.profiler = self._label = None
         self._timeout.after_fork()
-        self._pid = -1
+        self._pid, self.cpu_wait = -1, cpuwait.CpuWait()  # the child's thread counts from its own start
 
     # -- checkpoints and the record -----------------------------------------------------------
 

@@ -22,6 +22,7 @@ import os
 import shlex
 import urllib.parse
 
+from npuprof_launch.common import findings as verdicts
 from npuprof_launch.common import names, stepstats
 from npuprof_launch.launcher import jobview, runs, wording
 from npuprof_launch.launcher.htmlgrid import median_s, process_label, process_windows
@@ -118,8 +119,10 @@ def problems_and_findings(report: dict) -> str:
     job = report.get("job") or {}
     if job.get("no_rank_stands_out"):
         parts.append(f"<p>No rank stands out: {esc(job['no_rank_stands_out'])}.</p>")
-    for line in job.get("cpu_wait_lines") or ():
-        parts.append(f"<p>Waiting for a CPU, no finding: {esc(line)}.</p>")
+    if job.get("cpu_wait_lines"):
+        items = "".join(f"<li>{esc(line)}</li>" for line in job["cpu_wait_lines"])
+        meaning = verdicts.CPU_WAIT_MEANING
+        parts.append(f"<p>{esc(meaning[0].upper() + meaning[1:])}:</p><ul>{items}</ul>")
     tool_lines = (job.get("tool_steps") or {}).get("lines") or ()
     if tool_lines:
         items = "".join(f"<li>{esc(line)}</li>" for line in tool_lines)

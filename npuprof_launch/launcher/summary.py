@@ -7,7 +7,7 @@ rank, the next command to run, and how to open what was written.
 
 from __future__ import annotations
 
-from npuprof_launch.common import names, numbering
+from npuprof_launch.common import findings, names, numbering
 from npuprof_launch.launcher import jobview, runs, wording
 
 #: Rows shown before "... and N more".
@@ -49,8 +49,9 @@ def format_table(report: dict, verbose: bool = False) -> str:
         lines.append(f"  no rank stands out: {job['no_rank_stands_out']}")
     for line in (job.get("tool_steps") or {}).get("lines") or ():
         lines.append(f"  the tool's own steps: {line}")
-    for line in job.get("cpu_wait_lines") or ():
-        lines.append(f"  waiting for a CPU, no finding: {line}")
+    if job.get("cpu_wait_lines"):
+        lines.append(f"  {findings.CPU_WAIT_MEANING}:")
+        lines.extend(f"    {line}" for line in job["cpu_wait_lines"])
     if processes:
         lines.append(f"  {'rank':>4} {'pid':>8} {'backend':7} {'steps':>6} {'windows':>7} {'step ms':>8}  traces")
         shown = processes if verbose else _rows_to_show(processes, report)
