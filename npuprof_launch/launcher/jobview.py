@@ -451,8 +451,7 @@ def _cpu_wait_lines(undecidable: list[dict]) -> list[str]:
         by_reason.setdefault(spike["undecidable"], []).append(spike)
     lines = []
     for reason, spikes in by_reason.items():
-        steps = ", ".join(str(s["step"]) for s in spikes)
-        ratios = ", ".join(f"{s['vs_median']:.1f}x" for s in spikes)
+        steps, ratios = (", ".join(text) for text in zip(*((f"{s['step']}", f"{s['vs_median']:.1f}x") for s in spikes)))
         lines.append(f"step{'s' if len(spikes) > 1 else ''} {steps} ({ratios} the median): {reason}")
     return lines
 
