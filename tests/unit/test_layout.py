@@ -1,0 +1,55 @@
+"""The package's floors hold: the shared floor (common) imports neither wing, the in-process wing
+never imports the launcher's, and no module grows past 600 lines (issue 24's layout). Read from
+the sources with ast, so a lazy import inside a function counts as much as one at the top."""
+
+from __future__ import annotations
+
+import ast
+import os
+
+PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "npuprof_launch")
+MOST_LINES = 600
+#: Each floor and the floors above it, which it must never import.
+ABOVE = {"common": ("inprocess", "launcher"), "inprocess": ("launcher",)}
+
+
+def modules():
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                yield os.path.join(folder, name)
+
+
+def imported(path: str) -> set[str]:
+    with open(path) as handle:
+        tree = ast.parse(handle.read(), path)
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_no_module_is_longer_than_600_lines():
+    long = {}
+    for path in modules():
+        with open(path) as handle:
+            lines = sum(1 for _ in handle)
+        if lines > MOST_LINES:
+            long[os.path.relpath(path, PACKAGE)] = lines
+    assert not long, f"split these (at most {MOST_LINES} lines a module): {long}"
+
+
+def test_no_import_runs_back_up_a_floor():
+    found = []
+    for path in modules():
+        floor = os.path.relpath(path, PACKAGE).split(os.sep)[0]
+        for above in ABOVE.get(floor, ()):
+            found += [(path, name) for name in imported(path) if name.startswith(f"npuprof_launch.{above}")]
+    assert found == []
+    assert any(
+        name.startswith("npuprof_launch.common") for name in imported(os.path.join(PACKAGE, "inprocess", "session.py"))
+    )
