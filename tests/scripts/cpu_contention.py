@@ -1,11 +1,12 @@
 """A job whose one step is long because its thread got no CPU, and another because it slept.
 
 The process pins itself (and its one intra-op thread) to one core, and starts --burners processes
-on the same core that wait on their stdin. In step --contended-step it tells them to spin (one byte
-each) and kills them after the step: its thread is runnable but runs about one time in burners + 1,
-so the step's fixed work takes several times the median, and the kernel counts the rest as a wait
-on the run queue (their start-up, the job's own work, falls before the first step). In step --sleep-step it sleeps
---sleep-s: a spike of the job's own, with no wait for a CPU. Prints ``loss L checksum C``.
+on the same core that wait on their stdin. In step --contended-step it tells them to spin (one
+byte each) and kills them after the step (they are reaped after the last step): its thread is
+runnable but runs about one time in burners + 1, so the step's fixed work takes several times the
+median, and the kernel counts the rest as a wait on the run queue (their start-up, the job's own
+work, falls before the first step). In step --sleep-step it sleeps --sleep-s: a spike of the
+job's own, with no wait for a CPU. Prints ``loss L checksum C``.
 """
 
 import argparse
@@ -24,9 +25,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--contended-step", type=int, default=12)
-    parser.add_argument("--burners", type=int, default=6)
+    parser.add_argument("--burners", type=int, default=16)
     parser.add_argument("--sleep-step", type=int, default=20)
-    parser.add_argument("--sleep-s", type=float, default=0.3)
+    parser.add_argument("--sleep-s", type=float, default=0.5)
     parser.add_argument("--work", type=int, default=60, help="matrix products a step (about 20 ms on one core)")
     args = parser.parse_args()
     core = min(os.sched_getaffinity(0))
@@ -54,9 +55,11 @@ def main() -> None:
         optimizer.step()
         optimizer.zero_grad()
         if step == args.contended_step:
-            for burner in burners:
+            for burner in burners:  # no wait here: reaping them all would block the next step
                 burner.kill()
-                burner.wait()
+    for burner in burners:
+        burner.kill()
+        burner.wait()
     sys.stdout.write(f"loss {loss.item():.10f} checksum {checksum(model)}\n")
 
 
