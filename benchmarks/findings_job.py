@@ -13,6 +13,7 @@ every step; --spike-rank sleeps (--spike-factor - 1) steps more once, in --spike
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
 
@@ -60,6 +61,8 @@ def main() -> None:
         optimizer.step()
         optimizer.zero_grad()
     if distributed:
+        del model, optimizer  # DDP holds the group: destroyed while Python is whole (gloo's exit abort)
+        gc.collect()
         dist.destroy_process_group()
 
 

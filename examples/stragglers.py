@@ -10,6 +10,7 @@ Each rank prints ``rank R loss L checksum C``.
 """
 
 import argparse
+import gc
 import hashlib
 import os
 import sys
@@ -54,6 +55,10 @@ def main() -> None:
     sys.stdout.write(f"rank {rank} loss {loss.item():.10f} checksum {digest}\n")
     sys.stdout.flush()
     if distributed:
+        # DDP holds the group: free it first, so that the group is destroyed while Python is whole
+        # (left to the interpreter's exit, gloo's teardown can abort the process on a busy machine).
+        del model, optimizer
+        gc.collect()
         dist.destroy_process_group()
 
 

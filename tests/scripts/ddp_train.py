@@ -9,6 +9,7 @@ to the last bit.
 """
 
 import argparse
+import gc
 import os
 import subprocess
 import sys
@@ -52,6 +53,11 @@ def main() -> None:
     sys.stdout.flush()
     if distributed:
         dist.barrier()
+        # DDP's reducer keeps the group alive: left to the interpreter's finalization, gloo's
+        # teardown aborts the process now and then on a loaded machine ("terminate called without
+        # an active exception", SIGABRT, bare as profiled), so the group goes while Python is whole.
+        del net, model, optimizer
+        gc.collect()
         dist.destroy_process_group()
     if args.fail_once and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
         sys.exit(1)
