@@ -20,7 +20,6 @@ every process of the job.
 
 from __future__ import annotations
 
-import operator
 import threading
 
 from npuprof_launch.inprocess import steptiming
@@ -82,11 +81,9 @@ class CpuWait:
     def _keep(self, first: int, last: int, seconds: float) -> None:
         if seconds < KEPT_S:
             return
-        self.kept.append([first, last, round(seconds, 6)])
-        if len(self.kept) > KEPT:
-            least = min(self.kept, key=operator.itemgetter(2))
-            self.kept.remove(least)
-            self.dropped_s = max(self.dropped_s, least[2])
+        dropped = steptiming.keep_largest(self.kept, [first, last, round(seconds, 6)], KEPT)
+        if dropped is not None:
+            self.dropped_s = max(self.dropped_s, dropped[-1])
 
     def record(self) -> dict | None:
         """The record's ``cpu_wait``: the kept ``blocks``, the ``covered`` steps and the bound

@@ -31,6 +31,17 @@ def steps_in(seconds: float, step_s: float | None) -> int:
     return max(1, int(seconds / step_s))
 
 
+def keep_largest(kept: list[list], item: list, most: int) -> list | None:
+    """Add ``item`` (its last value its size) to ``kept``, and past ``most`` items drop the
+    smallest: the record keeps a bounded few of the costliest. Returns the item dropped, if any."""
+    kept.append(item)
+    if len(kept) <= most:
+        return None
+    least = min(kept, key=operator.itemgetter(-1))
+    kept.remove(least)
+    return least
+
+
 def recent_step_s(times: list[float]) -> float | None:
     """The mean step time over the latest readings (up to ``RECENT_STEPS``), or None below two."""
     if len(times) >= 2:
@@ -63,9 +74,7 @@ class CheckpointTimes:
     def note(self, step: int, seconds: float) -> None:
         if seconds < CHECKPOINT_KEPT_S:
             return
-        self.kept.append([step, round(seconds, 6)])
-        if len(self.kept) > CHECKPOINTS_KEPT:
-            self.kept.remove(min(self.kept, key=operator.itemgetter(1)))
+        keep_largest(self.kept, [step, round(seconds, 6)], CHECKPOINTS_KEPT)
 
 
 class StepTimesFile:
