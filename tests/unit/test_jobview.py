@@ -227,6 +227,12 @@ def test_in_lockstep_a_rank_that_is_all_sleep_makes_the_others_wait_a_whole_step
     rows = [collective_row(r, c, 5, s, w) for r, (c, w, s) in enumerate(four)]
     (slow,) = jobview.summarize(rows)["slow_ranks"]
     assert slow["rank"] == 2 and slow["method"] == "collectives"
+    # The same job on a busier machine (constructed: CI named no rank once more, its numbers unseen): the
+    # sleeping rank's own time 232 ms a recorded step, past 1.1 steps by 30 ms, a seventh of the others'
+    # 212 ms of extra wait; the rest of the wait is the job's.
+    rows = [collective_row(0, 0.640, 5, 0.2023, 0.660), collective_row(1, 0.004, 5, 0.2023, 0.700)]
+    (slow,) = jobview.summarize(rows)["slow_ranks"]
+    assert slow["rank"] == 1 and slow["method"] == "collectives"
     # Alike ranks whose window made one slower: 7.6 ms of waits a recorded step on 7 ms steps, the
     # waited-for rank's own time a recorded step 11.7 ms (the profiler's), past 1.1 steps.
     alike = [collective_row(0, 0.0258, 5, 0.007, 0.038), collective_row(1, 0.003, 5, 0.007, 0.038)]

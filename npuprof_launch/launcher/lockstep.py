@@ -1,0 +1,199 @@
+"""In lockstep, the rank the others wait for: read from the time each rank's window spent in collectives.
+
+In a synchronous data-parallel job every rank's step takes as long as the slowest one's, so step
+times cannot name the straggler; the window's traces can: the rank that waits least in its
+collectives is the one the others wait for (msprof-analyze's slow-rank method, and Holistic Trace
+Analysis's). The rules below are how much of that evidence a few recorded steps on a busy machine
+can bear; each says what it was tried on. Pure: the report rows come with ``collective_s`` and
+``window_s`` already read from the traces (report.py).
+"""
+
+from __future__ import annotations
+
+from npuprof_launch.common import findings, stepstats
+
+#: In lockstep: a rank whose time in collectives is below this fraction of the others' median (and
+#: beyond their spread) is the one they wait for, when they spend at least COLLECTIVE_SHARE of their
+#: window in collectives and the window held COLLECTIVE_MIN_STEPS recorded steps.
+COLLECTIVE_RATIO = 0.25
+#: ...or below this one when three ranks or more are the others: each of them waiting far longer
+#: is evidence one busy moment cannot give (tried: examples/stragglers.py's rank 2, 30 ms slower a
+#: step, waited 0.30 of the other three's time, each of them within 13 % of another, and at 0.25
+#: no rank stood out).
+COLLECTIVE_RATIO_MANY = 0.4
+COLLECTIVE_SHARE = 0.10
+COLLECTIVE_MIN_STEPS = 3
+COLLECTIVE_WAIT_STEPS = 1.0
+#: ...or of the slow rank's whole recorded step, when the window left its own time a recorded step
+#: outside collectives within this factor of the job's median step, or past it by this share of the
+#: others' extra wait at most (the rest of the wait is the job's).
+COLLECTIVE_UNINFLATED = 1.1
+COLLECTIVE_INFLATION_SHARE = 0.25
+COLLECTIVE_MIN_WAIT = 0.3
+#: ...and only when its own time in the window outside collectives is longer than the others' by
+#: this share of their extra wait at least (_why_not_its_work).
+COLLECTIVE_WORK_SHARE = 0.5
+COLLECTIVE_WINDOW_STEPS = 3.0
+
+
+def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
+    """In lockstep: the rank that waits least in its collectives is the one the others wait for.
+
+    Named only from windows of COLLECTIVE_MIN_STEPS recorded steps or more (tried: a healthy 4-rank
+    job was told "rank 1 is the one the others wait for" from 2 steps of waits), and only with a
+    margin that beats the spread between ranks: below COLLECTIVE_RATIO of the others' median (at a
+    half, a busy machine's starving one of two alike ranks for a window was named; against three
+    others or more, COLLECTIVE_RATIO_MANY), and further below the least of them than they are
+    spread among themselves, so that one rank that happened to arrive last in a few collectives is
+    no finding; and only with waits the job's steps can hold (_why_not_the_jobs).
+
+    Also returns, when the ranks are in lockstep (the others spend COLLECTIVE_SHARE of their window
+    in collectives or more) and none is named, why the rank that waited least is not: there the
+    ranks' step times are alike by construction, and "no rank stands out" must say it is the
+    collectives' evidence that fell short (tried: a DDP rank sleeping 30 % of a step more was told
+    "less than 1.00 ms apart, within what the host's scheduling does to alike processes")."""
+    measured = [p for p in group if p.get("collective_s") is not None and p.get("window_s")]
+    if len(measured) < 2:
+        return [], None
+    found, why = [], {}
+    for process in measured:
+        others = [p for p in measured if p is not process]
+        recorded = recorded_steps(process)
+        typical = stepstats.quantile(sorted(p["collective_s"] for p in others), 0.5)
+        share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
+        own = process["collective_s"]
+        low = min(p["collective_s"] for p in others)
+        high = max(p["collective_s"] for p in others)
+        ratio = COLLECTIVE_RATIO_MANY if len(others) >= 3 else COLLECTIVE_RATIO
+        if share < COLLECTIVE_SHARE:
+            continue
+        span = f"{_wait_ms(low)}-{_wait_ms(high)} ms" if _wait_ms(low) != _wait_ms(high) else f"{_wait_ms(high)} ms"
+        if recorded < COLLECTIVE_MIN_STEPS:
+            reason = f"its window held {recorded} recorded steps, fewer than {COLLECTIVE_MIN_STEPS}"
+        elif own >= typical * ratio:
+            reason = f"that is not below {ratio:g} of the others' median ({_wait_ms(typical * ratio)} ms)"
+        elif own >= low - (high - low):
+            reason = "the others are spread among themselves by more than it is below the least of them"
+        else:
+            reason = _why_not_its_work(process, others, typical - own) or _why_not_the_jobs(
+                process, others, typical - own, recorded
+            )
+        if reason is not None:
+            why[id(process)] = (
+                f"in lockstep (the others spent {share:.0%} of their window in collectives), rank {process['rank']} "
+                f"waited least, {_wait_ms(own)} ms against {span} on the other ranks, and is no finding: {reason}"
+            )
+            continue
+        steps = process.get("window_label") or "its window"
+        found.append(
+            (
+                process,
+                {
+                    "rank": process["rank"],
+                    "method": "collectives",
+                    "collective_s": own,
+                    "others_collective_s": typical,
+                    "others_min_collective_s": low,
+                    "steps": recorded,
+                    "ratio": round(own / low, 3) if low else 0.0,
+                    "test": f"least time in collectives, below {ratio:g} of the others' median and beyond their spread",
+                    "level": ratio,
+                    "evidence": f"in {steps} it spent {_wait_ms(own)} ms in collectives against {span} on the other "
+                    "ranks: the others wait for it",
+                },
+            )
+        )
+    found.sort(key=lambda pair: pair[1]["collective_s"] / max(pair[1]["others_collective_s"], 1e-12))
+    least = min(measured, key=lambda p: p["collective_s"])
+    return found, None if found else why.get(id(least))
+
+
+def _wait_ms(seconds: float) -> str:
+    """A time in collectives, in ms: whole ones from 10 ms, else a tenth (6 ms against 6 ms said nothing)."""
+    return f"{seconds * 1e3:.0f}" if seconds >= 0.0095 else f"{seconds * 1e3:.1f}"
+
+
+def _why_not_its_work(process: dict, others: list[dict], advantage_s: float) -> str | None:
+    """Why the others' longer waits are not for this rank's work; None when they can be.
+
+    In the window every moment of a rank is in a collective or its own (compute, data, a sleep):
+    a rank the others wait for spends their extra wait in its own work, so its own time is longer
+    than theirs by about as much. When it is not longer by COLLECTIVE_WORK_SHARE of their extra
+    wait, their windows were longer than its own by that much instead: each rank's profiler starts
+    and stops at its own moment, and the others waited for this one's start or stop, outside its
+    window (tried: a healthy 4-rank DDP job beside a loaded suite, rank 0 in collectives 21 ms
+    against 45-57 ms, own time 8.2 ms against 8.0-10.4 ms, window 29 ms against 55-65 ms; rank 3
+    of the same job reading slow data: own time 218 ms against 14-21 ms, windows 245-259 ms)."""
+    own_work = process["window_s"] - process["collective_s"]
+    work = stepstats.quantile(sorted(p["window_s"] - p["collective_s"] for p in others), 0.5)
+    if own_work - work >= COLLECTIVE_WORK_SHARE * advantage_s:
+        return None
+    windows = sorted(p["window_s"] for p in others)
+    return (
+        f"its own time in the window outside collectives, {_wait_ms(own_work)} ms, is not longer than the "
+        f"others' ({_wait_ms(work)} ms) by half their extra wait: their windows were longer "
+        f"({_wait_ms(windows[0])}-{_wait_ms(windows[-1])} ms against its {_wait_ms(process['window_s'])} ms), "
+        "each rank's profiler starting and stopping at its own moment"
+    )
+
+
+def _why_not_the_jobs(process: dict, others: list[dict], advantage_s: float, recorded: int) -> str | None:
+    """Why the others' longer waits, per recorded step, cannot be the job's or are not worth a run;
+    None when they can and are.
+
+    At least NOISE_S and COLLECTIVE_MIN_WAIT of the job's median step: in a few recorded steps the
+    order in which alike ranks reach a collective moves their waits by up to a fifth of a step
+    (tried: 2.5 ms a step of 12 ms, two alike gloo ranks). At most COLLECTIVE_WAIT_STEPS of the
+    job's median step outside the tool's steps: in lockstep a wait is part of every rank's step,
+    so a slow rank that makes the others wait X makes the job's steps longer than X (tried: alike
+    ranks of 7 ms steps waited 7.6 ms a recorded step apart, the window's own doing: the waited-for
+    rank's own time was 11.7 ms a recorded step, 4.7 ms of it past a step); or of the slow rank's
+    whole recorded step (its own time and its time in collectives), when the window left its own
+    time a recorded step as the job has it: within COLLECTIVE_UNINFLATED of the job's median step,
+    or past it by COLLECTIVE_INFLATION_SHARE of the wait at most. A rank whose step is nearly all
+    the job's slow part (a sleep, a wait for data) makes the others wait a whole step, and the
+    profiler's and a loaded machine's cost on it more (tried: 202.8 ms a recorded step against a
+    202.3 ms median, examples/stragglers.py's rank 1 sleeping 200 ms a step); the others' windows
+    also run longer than its own, each profiler starting and stopping when the CPU lets it (tried:
+    rank 2 of 4 sleeping 100 ms a step, own time 109.4 ms a recorded step, 15 ms in collectives;
+    the others waited 114.9 ms a recorded step longer, in windows 8-21 ms a step longer). Alike
+    ranks cannot pass that way: their extra wait is the waited-for rank's inflation, and an
+    uninflated rank's time in collectives is the least of them. And only in a window whose
+    recorded steps took at most COLLECTIVE_WINDOW_STEPS of the job's median step: past that the
+    profiler's own cost, unevenly spread, swamps the waits (tried: a 0.5 ms job's recorded steps
+    took 40 ms)."""
+    per_step = advantage_s / max(recorded, 1)
+    medians = [p["step_stats"]["median_s"] for p in (process, *others) if p.get("step_stats")]
+    if per_step < findings.NOISE_S:
+        return f"the others waited {per_step * 1e3:.2f} ms a recorded step longer, under {findings.NOISE_S * 1e3:g} ms"
+    if not medians:
+        return None
+    step_s = stepstats.quantile(sorted(medians), 0.5)
+    recorded_s = stepstats.quantile(sorted(p["window_s"] / max(recorded, 1) for p in (process, *others)), 0.5)
+    most = COLLECTIVE_WAIT_STEPS * step_s
+    own_s = (process["window_s"] - process["collective_s"]) / max(recorded, 1)
+    if own_s <= COLLECTIVE_UNINFLATED * step_s or own_s - step_s <= COLLECTIVE_INFLATION_SHARE * per_step:
+        most = max(most, process["window_s"] / max(recorded, 1))
+    longer = f"the others waited {per_step * 1e3:.1f} ms a recorded step longer"
+    if per_step < COLLECTIVE_MIN_WAIT * step_s:
+        return (
+            f"{longer}, under {COLLECTIVE_MIN_WAIT:g} of the job's {step_s * 1e3:.1f} ms median step "
+            "(the order in which alike ranks reach a collective moves their waits that much)"
+        )
+    if per_step > most:
+        return f"{longer}, more than its steps can hold ({most * 1e3:.1f} ms): the window's own doing"
+    if recorded_s > COLLECTIVE_WINDOW_STEPS * step_s:
+        return (
+            f"its recorded steps took {recorded_s * 1e3:.1f} ms against a {step_s * 1e3:.1f} ms median step: "
+            "the profiler's own cost swamps the waits"
+        )
+    return None
+
+
+def recorded_steps(process: dict) -> int:
+    """The steps a process's windows recorded, whole."""
+    return sum(
+        (w.get("last_step") or w["first_step"]) - w["first_step"] + 1
+        for w in process.get("windows") or ()
+        if w.get("first_step") is not None
+    )
