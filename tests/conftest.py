@@ -220,6 +220,16 @@ def check_json(out: str, *extra: str) -> tuple[int, dict]:
     return result.returncode, report
 
 
+def slow_rank_evidence(report: dict) -> dict:
+    """What a slow-rank assertion prints when it fails: the verdict and reason, and each rank's time
+    in collectives, window and median step (the numbers the lockstep rules judged)."""
+    waits = {
+        process.get("rank"): [process.get(key) for key in ("collective_s", "window_s", "median_step_s")]
+        for process in report["processes"]
+    }
+    return {"verdict": report["job"].get("slow_rank_verdict"), "found": report["job"]["slow_ranks"], "waits": waits}
+
+
 def assert_ok(result: subprocess.CompletedProcess) -> None:
     assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
 
