@@ -103,6 +103,11 @@ def test_the_suggested_command_records_the_spike(straggler_run, tmp_path):
     assert_ok(rerun)
     for record in status_records(again):
         assert record["windows"][0]["first_step"] == 7 and record["windows"][0]["complete"]
+    # Its answer is the spike's: one recorded step names no slow rank, but whom step 7 waited for.
+    _, report = check_json(again)
+    (once,) = report["job"]["waited_for"]
+    assert once["rank"] == 1 and once["window"] == "step 7" and once["vs_median"] >= 3, once
+    assert "step 7, profiled: the others waited for rank 1: it spent " in rerun.stderr, rerun.stderr
 
 
 def test_the_processes_come_in_rank_order(straggler_run):

@@ -197,7 +197,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             self._first_time = now
         if self.state == State.OFF:
             return
-        if self.steps >= self.cpu_wait.at:
+        if self.steps >= self.cpu_wait.at or self._due():  # and a block of each profiled step: lockstep.py
             self.cpu_wait.note(self.steps, self.times)
         if self._closed_idle_at is not None:
             self._stepped_after_timeout()

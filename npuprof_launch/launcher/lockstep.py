@@ -34,6 +34,15 @@ COLLECTIVE_MIN_WAIT = 0.3
 #: this share of their extra wait at least (_why_not_its_work).
 COLLECTIVE_WORK_SHARE = 0.5
 COLLECTIVE_WINDOW_STEPS = 3.0
+#: A window too short to name a slow rank (a suggested run's one step on a spike) still tells whom
+#: the others waited for in its steps, when their extra wait a recorded step is this many of the
+#: job's median steps at least (a spike's size: alike ranks' arrival order moves it by a fifth of
+#: a step)...
+ONE_OFF_WAIT_STEPS = 3.0
+#: ...and that rank's own work there (its window outside collectives, less its wait for a CPU) is
+#: this many times the others' at least: their profilers cost them alike, so a rank whose own time
+#: the profiler alone made long has no such margin (tried: a 0.5 ms job's recorded steps took 40 ms).
+ONE_OFF_WORK_RATIO = 3.0
 
 
 def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
@@ -67,9 +76,10 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
         ratio = COLLECTIVE_RATIO_MANY if len(others) >= 3 else COLLECTIVE_RATIO
         if share < COLLECTIVE_SHARE:
             continue
-        span = f"{_wait_ms(low)}-{_wait_ms(high)} ms" if _wait_ms(low) != _wait_ms(high) else f"{_wait_ms(high)} ms"
+        span = _span_ms(low, high)
         if recorded < COLLECTIVE_MIN_STEPS:
-            reason = f"its window held {recorded} recorded steps, fewer than {COLLECTIVE_MIN_STEPS}"
+            held = f"{recorded} recorded step" + ("" if recorded == 1 else "s")
+            reason = f"its window held {held}, fewer than {COLLECTIVE_MIN_STEPS}"
         elif own >= typical * ratio:
             reason = f"that is not below {ratio:g} of the others' median ({_wait_ms(typical * ratio)} ms)"
         elif own >= low - (high - low):
@@ -106,6 +116,93 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
     found.sort(key=lambda pair: pair[1]["collective_s"] / max(pair[1]["others_collective_s"], 1e-12))
     least = min(measured, key=lambda p: p["collective_s"])
     return found, None if found else why.get(id(least))
+
+
+def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
+    """In lockstep, in windows of fewer than COLLECTIVE_MIN_STEPS recorded steps: the rank the
+    others waited for in those steps, with its evidence: ``(process, finding)``, at most one.
+
+    The question of the run a spike's suggestion starts (one recorded step on the spike): which
+    rank the step waited for. Its window cannot say a rank is slow in every step, so the answer is
+    of those steps only, and only on a spike's evidence: the rank spent least in collectives (below
+    COLLECTIVE_RATIO of the others' median and beyond their spread), the others waited
+    ONE_OFF_WAIT_STEPS of the job's median step longer a recorded step, and its own work there was
+    ONE_OFF_WORK_RATIO times theirs and longer than theirs by half their extra wait
+    (_why_not_its_work): not their profilers' start or stop. What it waited for a CPU there is
+    taken off both its work and their wait: the machine's doing, not the job's."""
+    measured = [p for p in group if p.get("collective_s") is not None and p.get("window_s")]
+    if len(measured) < 2:
+        return []
+    process = min(measured, key=lambda p: p["collective_s"])
+    others = [p for p in measured if p is not process]
+    recorded = recorded_steps(process)
+    medians = sorted(p["step_stats"]["median_s"] for p in measured if p.get("step_stats"))
+    if not 1 <= recorded < COLLECTIVE_MIN_STEPS or not medians:
+        return []
+    waits = sorted(p["collective_s"] for p in others)
+    typical, low, high = stepstats.quantile(waits, 0.5), waits[0], waits[-1]
+    share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
+    own = process["collective_s"]
+    if share < COLLECTIVE_SHARE or own >= typical * COLLECTIVE_RATIO or own >= low - (high - low):
+        return []
+    step_s = stepstats.quantile(medians, 0.5)
+    per_step = (typical - own) / recorded
+    cpu_s, bound = _cpu_wait_in(process)
+    own_work = process["window_s"] - own - cpu_s
+    works = sorted(p["window_s"] - p["collective_s"] for p in others)
+    work = stepstats.quantile(works, 0.5)
+    if per_step - cpu_s / recorded < ONE_OFF_WAIT_STEPS * step_s or own_work < ONE_OFF_WORK_RATIO * work:
+        return []
+    if _why_not_its_work(process, others, typical - own) is not None:
+        return []
+    cpu = f", {'at most ' if bound else ''}{_wait_ms(cpu_s)} ms more waiting for a CPU" if cpu_s else ""
+    evidence = (
+        f"it spent {_wait_ms(own)} ms in collectives against {_span_ms(low, high)} on the other ranks, and "
+        f"{_wait_ms(own_work)} ms in its own work against {_span_ms(works[0], works[-1])}{cpu}; their extra "
+        f"wait, {per_step * 1e3:.1f} ms a recorded step, is {per_step / step_s:.0f}x the job's "
+        f"{step_s * 1e3:.1f} ms median step"
+    )
+    return [
+        (
+            process,
+            {
+                "rank": process["rank"],
+                "window": process.get("window_label") or f"its {recorded} recorded step" + "s"[: recorded - 1],
+                "steps": recorded,
+                "method": "collectives",
+                "collective_s": own,
+                "others_collective_s": typical,
+                "own_work_s": own_work,
+                "others_work_s": work,
+                "cpu_wait_s": cpu_s,
+                "wait_per_step_s": per_step,
+                "vs_median": round(per_step / step_s, 1),
+                "evidence": evidence,
+            },
+        )
+    ]
+
+
+def _cpu_wait_in(process: dict) -> tuple[float, bool]:
+    """What the process's stepping thread waited for a CPU in the blocks of readings that hold its
+    recorded steps (each block once; a bound where a block was not kept), 0.0 where none is known;
+    and whether a bound is in it."""
+    blocks, bound = {}, False
+    for window in process.get("windows") or ():
+        first = window.get("first_step")
+        if first is None:
+            continue
+        for step in range(first, (window.get("last_step") or first) + 1):
+            wait = stepstats.cpu_wait_of(process.get("cpu_wait"), step)
+            if wait:
+                blocks[tuple(wait.get("cpu_wait_steps") or (step, step))] = wait["cpu_wait_s"]
+                bound = bound or bool(wait.get("cpu_wait_at_most"))
+    return float(sum(blocks.values())), bound
+
+
+def _span_ms(low: float, high: float) -> str:
+    """ "20-31 ms", or "20 ms" when both read the same."""
+    return f"{_wait_ms(low)}-{_wait_ms(high)} ms" if _wait_ms(low) != _wait_ms(high) else f"{_wait_ms(high)} ms"
 
 
 def _wait_ms(seconds: float) -> str:

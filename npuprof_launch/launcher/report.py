@@ -117,6 +117,14 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         what = "the slowest" if slow["method"] == "step_times" else "the one the others wait for"
         stage = f" in stage {slow['stage']}" if slow.get("stage") else ""
         findings.append(f"rank {slow['rank']} is {what}{stage}: {slow['evidence']}")
+    for once in job["waited_for"]:
+        stage = f" of stage {once['stage']}" if once.get("stage") else ""
+        findings.append(
+            f"{once['window']}{stage}, profiled: the others waited for rank {once['rank']}: {once['evidence']}"
+        )
+        for process in processes:
+            if (process.get("rank"), process.get("stage")) == (once["rank"], once.get("stage")):
+                process["waited_for_in"] = once["window"]
     for spike in job["spikes"]:
         findings.append(_spike_text(spike, job))
     differing = _differing_windows(job["window_steps"])
@@ -249,7 +257,8 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
     if window_us:
         process["collective_s"] = collective_us / 1e6
         process["window_s"] = window_us / 1e6
-        process["window_label"] = "steps " + _steps_text((w["first_step"], w["last_step"]) for w in process["windows"])
+        spans = [(w["first_step"], w["last_step"]) for w in process["windows"]]
+        process["window_label"] = ("step " if spans == [(spans[0][0],) * 2] else "steps ") + _steps_text(spans)
     rank = record.get("rank")
     label = _label(record)
     for problem in trace_problems:

@@ -139,6 +139,8 @@ def _row(process: dict) -> list[str]:
     if process.get("slowest_rank"):
         # By collectives its own step time is no longer than the others' (they wait for it).
         flags += "  <- the others wait for it" if process.get("slow_by") == "collectives" else "  <- slowest"
+    if process.get("waited_for_in"):
+        flags += f"  <- the others waited for it in {process['waited_for_in']}"
     if process.get("ended_note"):
         flags += f"  ({process['ended_note']})"
     lines = [

@@ -19,9 +19,14 @@ def incomplete(process: dict) -> bool:
 
 
 def flagged(process: dict) -> bool:
-    """Whether a process's row has something to say: slow, errors, ended without handlers, windows missing."""
+    """Whether a process's row has something to say: slow, waited for, errors, ended without handlers,
+    windows missing."""
     return bool(
-        process.get("slowest_rank") or process.get("errors") or process.get("ended_note") or incomplete(process)
+        process.get("slowest_rank")
+        or process.get("waited_for_in")
+        or process.get("errors")
+        or process.get("ended_note")
+        or incomplete(process)
     )
 
 

@@ -66,6 +66,30 @@ def test_a_step_that_held_the_tools_checkpoint_is_judged_without_it():
     assert [spike["step"] for spike in untimed["spikes"]] == [20, 9, 17], "an older record: no checkpoint times"
 
 
+def test_a_spike_that_another_ranks_checkpoint_holds_in_lockstep_is_the_tools():
+    """A healthy 2-rank DDP job of 5 ms steps beside a CPU hog: rank 1's record writing took 42.5 ms
+    of its step 5, rank 0 waited for it in the all-reduce, and "step 5: rank 0, 5.0x the median"
+    was a finding. Another rank's checkpoint at the step is taken off as the rank's own is."""
+    quiet = durations_with({5: 0.0485, 20: 0.030}, typical=0.005)
+    writer = durations_with({5: 0.0497}, typical=0.005)
+    rows = []
+    for rank, durations, checkpoints in ((0, quiet, [[3, 0.001]]), (1, writer, [[5, 0.0425]])):
+        stats = stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=30, checkpoints=checkpoints))
+        rows.append({"rank": rank, "steps": 30, "step_stats": stats, "checkpoint_s": checkpoints})
+    job = jobview.summarize(rows, command=["python", "train.py"])
+    assert [(spike["step"], spike["ranks"]) for spike in job["spikes"]] == [(20, [0])], "20: the job's own"
+    assert {"step": 5, "step_s": 0.0485, "checkpoint_s": 0.0425, "checkpoint_rank": 1} in job["tool_steps"][
+        "checkpoint_spikes"
+    ]
+    assert job["tool_steps"]["lines"][-1] == (
+        "step 5 (48.5 ms) waited for the tool's own record writing on rank 1 (42.5 ms), which holds the other "
+        "ranks in lockstep: spikes with it, none without it, so no finding"
+    )
+    bigger = [dict(rows[0], step_stats=stepstats.rank_stats(durations_with({5: 0.2}, typical=0.005))), rows[1]]
+    spikes = jobview.summarize(bigger)["spikes"]
+    assert [spike["step"] for spike in spikes] == [5], "200 ms: a spike still without the 42.5 ms"
+
+
 def test_a_spike_beside_the_aftercare_is_the_jobs_when_far_beyond_what_the_aftercare_costs():
     durations = durations_with({13: 0.600, 20: 0.030})
     process = {"rank": 0, "step_stats": stepstats.rank_stats(durations, stepstats.ToolSteps([WINDOW], steps=30))}
@@ -239,6 +263,37 @@ def test_in_lockstep_a_rank_that_is_all_sleep_makes_the_others_wait_a_whole_step
     told = jobview.summarize(alike)
     assert told["slow_ranks"] == []
     assert told["no_rank_stands_out"].endswith("more than its steps can hold (7.0 ms): the window's own doing")
+
+
+def test_a_window_of_one_step_on_a_spike_names_the_rank_the_others_waited_for_in_it():
+    """The run a spike's suggestion starts records one step: a 3-rank DDP job whose rank 0 evaluates
+    for 0.4 s every 6 steps was told "no rank stands out: its window held 1 recorded steps, fewer
+    than 3", and the next suggestion was the next spike. One step of a spike's size tells whom the
+    others waited for in it; alike ranks whose profilers cost them their step do not pass."""
+    # Numbers of that run: rank 0 11 ms in collectives, the others 390-419 ms, steps of 25 ms.
+    rows = [collective_row(r, c, 3, s, w) for r, (c, w, s) in enumerate(EVAL)]
+    job = jobview.summarize(rows)
+    assert job["slow_ranks"] == []
+    (once,) = job["waited_for"]
+    assert once["rank"] == 0 and once["steps"] == 1 and once["vs_median"] == 15.2, once
+    assert once["evidence"] == (
+        "it spent 11 ms in collectives against 390-419 ms on the other ranks, and 432 ms in its own work "
+        "against 22-46 ms; their extra wait, 379.1 ms a recorded step, is 15x the job's 25.0 ms median step"
+    )
+    assert job["no_rank_stands_out"].endswith(
+        "fewer than 3 to tell a slow rank; in its 1 recorded step the others waited for rank 0"
+    )
+    # The same step with 350 ms of it spent waiting for a CPU: the machine's doing, the job's is 29 ms.
+    waited = [dict(rows[0], cpu_wait={"blocks": [[3, 3, 0.35]], "covered": [[2, 20]], "at_most_s": 0.005})]
+    assert jobview.summarize(waited + rows[1:])["waited_for"] == []
+    # Alike ranks of 0.5 ms steps, each recorded step 40 ms of the profiler's: 10 ms of waits apart.
+    alike = [collective_row(0, 0.002, 3, 0.0005, 0.040), collective_row(1, 0.012, 3, 0.0005, 0.041)]
+    assert jobview.summarize(alike)["waited_for"] == []
+    # Three recorded steps: the slow-rank rule's to judge, not this one.
+    assert jobview.summarize([collective_row(r, c, 5, s, w) for r, (c, w, s) in enumerate(EVAL)])["waited_for"] == []
+
+
+EVAL = [(0.0107, 0.4432, 0.02495), (0.4187, 0.4411, 0.02439), (0.3898, 0.4357, 0.02537)]
 
 
 def test_in_lockstep_a_rank_the_others_waited_for_in_one_window_of_a_loaded_machine_is_no_finding():

@@ -269,3 +269,19 @@ def test_each_checkpoint_notes_what_it_took_of_the_step_after_it(tmp_path, monke
         kept.note(step, 0.001 * step)
     kept.note(71, 0.0009)
     assert len(kept.kept) == steptiming.CHECKPOINTS_KEPT and kept.kept[0] == [7, 0.007], "the costliest 64, in order"
+
+
+def test_the_cpu_wait_is_read_at_the_boundaries_of_each_profiled_step(tmp_path):
+    """Between readings every 0.1 s of steps, a window's steps each get a block of their own: the
+    report takes what a profiled step waited for a CPU off that step alone (lockstep.waited_for)."""
+    from npuprof_launch.inprocess import cpuwait
+
+    made, _ = session(tmp_path, **{"skip-first": 10, "active": 2})
+    reads = iter(range(0, 10**12, 10**7))  # 10 ms more at each reading
+    made.cpu_wait = cpuwait.CpuWait(read=lambda: next(reads))
+    while made.steps < 16:
+        made.steps = max(made.steps, int(made.call_at) - 1)  # what the lean hook counts alone
+        made.step_ended(inside_range=True)
+    blocks = made.cpu_wait.record()["blocks"]
+    assert [11, 11, 0.01] in blocks and [12, 12, 0.01] in blocks, blocks
+    assert not [block for block in blocks if block[0] <= 10 < block[1] or block[0] <= 12 < block[1]], blocks
