@@ -104,7 +104,8 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     findings[:0] = [stallview.stall_line(stall) for stall in job["stalls"]]  # the job stopped: said first
     findings.extend(stallview.pause_line(pause) for pause in job["pauses"])
     job["spikes"] = stallview.unexplained(job["spikes"], job["pauses"])  # a pause's step is told as the pause
-    job["slowdowns"] = slowdowns.of_processes(processes, output_dir)
+    job["slowdowns"], job["undecidable_slowdowns"] = slowdowns.of_processes(processes, output_dir)
+    job["cpu_wait_lines"].extend(slowdowns.cpu_wait_text(slowdown) for slowdown in job["undecidable_slowdowns"])
     findings.extend(slowdowns.text(slowdown) for slowdown in job["slowdowns"])
     findings.extend(slowdowns.asked_windows(processes))
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}

@@ -133,9 +133,12 @@ def rank_sum_p(before: list[float], after: list[float]) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
-def of_processes(processes: list[dict], output_dir: str) -> list[dict]:
+def of_processes(processes: list[dict], output_dir: str) -> tuple[list[dict], list[dict]]:
     """The job's slowdowns: each report row's step-times file read, its slowdown found, and those
-    of one stage at about one step grouped."""
+    of one stage at about one step grouped; and apart, those a wait for a CPU explains (a slowdown
+    with it, none without it, on one of the ranks: in lockstep one rank's wait slows them all):
+    the job's or the machine's load, no finding (tried: a healthy 20 ms job beside a busy machine
+    was told "a slowdown from step 45", 1.2x)."""
     import os
 
     from npuprof_launch.common import stepstats, steptimes
@@ -154,12 +157,45 @@ def of_processes(processes: list[dict], output_dir: str) -> list[dict]:
         tools = stepstats.ToolSteps(process.get("windows"), len(durations) + 1)
         found = find(durations, tools, warmup=stepstats.WARMUP_STEPS)
         if found:
-            by_stage.setdefault(stage, []).append({**found, "rank": process.get("rank")})
-    result = []
+            item = {**found, "rank": process.get("rank")}
+            waits = cpu_waits(durations, process.get("cpu_wait"))
+            if waits is not None:
+                less = [max(d - w, 1e-6) for d, w in zip(durations, waits)]
+                if find(less, tools, warmup=stepstats.WARMUP_STEPS) is None:
+                    after, before = waits[found["step"] - 2 :], waits[: found["step"] - 2]
+                    item["cpu_wait_s"] = sum(after) / max(len(after), 1) - sum(before) / max(len(before), 1)
+            by_stage.setdefault(stage, []).append(item)
+    result, waited = [], []
     for stage, found in by_stage.items():
         for item in group(found, timed[stage]):
-            result.append({**({"stage": stage} if stage else {}), **item})
-    return result
+            waits = item.pop("cpu_wait_s")
+            whose = {"stage": stage} if stage else {}
+            (result if waits is None else waited).append(
+                {**whose, **item, **({} if waits is None else {"cpu_wait_s": waits})}
+            )
+    return result, waited
+
+
+def cpu_waits(durations: list[float], cpu_wait: dict | None) -> list[float] | None:
+    """What each step of ``durations`` waited for a CPU: each kept block's wait spread evenly over
+    its steps (a block not kept waited less than its record's ``at_most_s``: counted as none); None
+    without readings."""
+    blocks = (cpu_wait or {}).get("blocks") or ()
+    if not blocks:
+        return None
+    waits = [0.0] * len(durations)
+    for first, last, seconds in blocks:
+        for step in range(max(int(first), 2), min(int(last), len(durations) + 1) + 1):
+            waits[step - 2] += float(seconds) / (int(last) - int(first) + 1)
+    return waits
+
+
+def cpu_wait_text(slowdown: dict) -> str:
+    """A slowdown a wait for a CPU explains, in one line (under findings.CPU_WAIT_MEANING)."""
+    return (
+        f"{text(slowdown)}: {slowdown['cpu_wait_s'] * 1e3:.1f} ms a step more waiting for a CPU after it than "
+        "before; no slowdown without it"
+    )
 
 
 def group(found: list[dict], ranks_timed: int) -> list[dict]:
@@ -187,6 +223,8 @@ def group(found: list[dict], ranks_timed: int) -> list[dict]:
                 "ratio": round(statistics.median(item["ratio"] for item in items), 2),
                 "to_end": all(item["to_end"] for item in items),
                 "back_at": max((item["back_at"] or 0) for item in items) or None,
+                # One rank's wait for a CPU explains the group: in lockstep it holds every rank.
+                "cpu_wait_s": max((item["cpu_wait_s"] for item in items if "cpu_wait_s" in item), default=None),
                 "evidence": [
                     {key: item[key] for key in ("rank", "step", "ratio", "p", "test", "steps_before", "steps_after")}
                     for item in items

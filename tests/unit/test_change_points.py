@@ -69,3 +69,31 @@ def test_ranks_slowing_at_one_step_are_one_finding_and_its_words():
     )
     (alone,) = slowdowns.group(found[1:2], ranks_timed=4)
     assert slowdowns.text(alone).startswith("a slowdown from step 42: rank 1's step took")
+
+
+def test_a_slowdown_its_thread_spent_waiting_for_a_cpu_is_told_apart_and_the_jobs_own_is_named(tmp_path):
+    """A healthy 20 ms job beside a machine that got busy was told "a slowdown from step 45" (1.2x):
+    its thread waited for a CPU that much more from then on (the record's cpu_wait, by blocks of
+    steps). Without those waits there is no change point: told apart, no finding. A slowdown of the
+    job's own, 3x, stays one with the same waits."""
+    from npuprof_launch.common import steptimes
+
+    def row(name: str, durations: list[float]) -> dict:
+        steptimes.append(str(tmp_path / name), durations)
+        blocks = [[first, first + 4, 0.02] for first in range(45, 101, 5)]  # 4 ms a step from step 45
+        return {
+            "rank": 0,
+            "step_times": name,
+            "cpu_wait": {"blocks": blocks, "covered": [[2, 100]], "at_most_s": 0.005},
+        }
+
+    busy = [0.020 + (0.004 if step >= 45 else 0.0) for step in range(2, 101)]
+    found, waited = slowdowns.of_processes([row("busy.bin", busy)], str(tmp_path))
+    assert found == [] and len(waited) == 1, (found, waited)
+    assert waited[0]["step"] == 45 and abs(waited[0]["cpu_wait_s"] - 0.004) < 2e-4
+    assert slowdowns.cpu_wait_text(waited[0]).endswith(
+        "(1.20x), to the end: 4.0 ms a step more waiting for a CPU after it than before; no slowdown without it"
+    )
+    own = [0.020 * (3 if step >= 45 else 1) + (0.004 if step >= 45 else 0.0) for step in range(2, 101)]
+    found, waited = slowdowns.of_processes([row("own.bin", own)], str(tmp_path))
+    assert [item["step"] for item in found] == [45] and waited == [] and "cpu_wait_s" not in found[0]
