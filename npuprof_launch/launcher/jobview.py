@@ -24,6 +24,9 @@ from npuprof_launch.launcher import lockstep
 #: The options a suggested run sets itself; every other option the run was given is kept.
 SUGGESTION_SETS = (*names.SCHEDULE_KEYS, "ranks", "total-steps", "on-demand")
 SPIKES_SHOWN = 5
+#: Spikes evenly spaced are told as a period from this many on (three at random steps of a hundred
+#: fall evenly apart about once in fifty runs; the line says where to look, not what it is).
+PERIOD_MIN_SPIKES = 3
 #: Out of lockstep, the ranks' last this many steps are compared step by step (4 bytes a step read
 #: from each rank's file), and at most this many slow ranks named (the next among the rest each time).
 COMPARED_STEPS = 1024
@@ -124,6 +127,7 @@ def summarize(
         "slow_rank_verdict": None,
         "waited_for": [],
         "spikes": [],
+        "spike_period": None,
         "undecidable_spikes": [],
         "cpu_wait_lines": [],
         "tool_steps": None,
@@ -159,6 +163,8 @@ def summarize(
         if not job["slow_ranks"]:
             job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
     job["spikes"], job["undecidable_spikes"], held = _spikes(timed)
+    job["spike_period"] = _period(job["spikes"])
+    job["spikes"] = job["spikes"][:SPIKES_SHOWN]
     beside = [spike for spike in job["undecidable_spikes"] if spike.get("beside_aftercare")]
     job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], beside, held)
     job["cpu_wait_lines"] = _cpu_wait_lines(job["undecidable_spikes"])
@@ -284,7 +290,29 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
             undecidable.append(group)
     grouped.sort(key=lambda item: (-item["vs_median"], item["step"]))
     undecidable.sort(key=lambda item: (-item["vs_median"], item["step"]))
-    return grouped[:SPIKES_SHOWN], undecidable[:SPIKES_SHOWN], held
+    return grouped, undecidable[:SPIKES_SHOWN], held
+
+
+def _period(spikes: list[dict]) -> dict | None:
+    """``{"every": D, "steps": [...]}`` when the job's spikes, PERIOD_MIN_SPIKES of them or more,
+    of one stage, are all exactly D steps apart (D >= 2): what the job does every D steps (an
+    evaluation, logging, a save, a new data shard) is where to look; else None."""
+    steps = sorted({spike["step"] for spike in spikes})
+    if len(steps) < PERIOD_MIN_SPIKES or len({spike.get("stage") for spike in spikes}) > 1:
+        return None
+    gaps = {b - a for a, b in zip(steps, steps[1:])}
+    if len(gaps) != 1 or min(gaps) < 2:
+        return None
+    return {"every": gaps.pop(), "steps": steps}
+
+
+def period_text(period: dict) -> str:
+    """The finding of evenly spaced spikes (_period), in one line."""
+    every = period["every"]
+    return (
+        f"the spikes are {every} steps apart (steps {', '.join(map(str, period['steps']))}): what the job does "
+        f"every {every} steps (an evaluation, logging, a save, a new data shard) is where to look"
+    )
 
 
 def _cpu_wait_lines(undecidable: list[dict]) -> list[str]:

@@ -128,6 +128,8 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
                 process["waited_for_in"] = once["window"]
     for spike in job["spikes"]:
         findings.append(_spike_text(spike, job))
+    if job.get("spike_period"):
+        findings.append(jobview.period_text(job["spike_period"]))
     differing = _differing_windows(job["window_steps"])
     if differing:
         findings.append(

@@ -380,3 +380,22 @@ def test_collectives_that_name_no_rank_leave_the_step_times_their_say():
     (found,) = job["slow_ranks"]
     assert found["rank"] == 1 and found["method"] == "step_times"
     assert "no_rank_stands_out" not in job
+
+
+def test_spikes_evenly_apart_are_told_as_a_period_and_two_or_uneven_ones_are_not():
+    """A 3-rank DDP job whose rank 0 evaluates for 0.4 s every 6 steps: spikes at steps 7, 13, 19,
+    each named alone, and the next suggestion the next one; the period says where to look."""
+
+    def job_with(spiky: dict) -> dict:
+        stats = stepstats.rank_stats(durations_with(spiky, steps=40, typical=0.025))
+        return jobview.summarize([{"rank": 0, "steps": 40, "step_stats": stats}])
+
+    periodic = job_with({7: 0.42, 13: 0.43, 19: 0.42, 25: 0.41})
+    assert periodic["spike_period"] == {"every": 6, "steps": [7, 13, 19, 25]}
+    assert jobview.period_text(periodic["spike_period"]) == (
+        "the spikes are 6 steps apart (steps 7, 13, 19, 25): what the job does every 6 steps (an evaluation, "
+        "logging, a save, a new data shard) is where to look"
+    )
+    assert job_with({7: 0.42, 13: 0.43})["spike_period"] is None, "two spikes are a distance, not a period"
+    assert job_with({7: 0.42, 13: 0.43, 20: 0.42})["spike_period"] is None
+    assert job_with({7: 0.42, 8: 0.43, 9: 0.42})["spike_period"] is None, "a stall over steps is no period"
