@@ -58,7 +58,7 @@ class TraceSummary:
         self.step_names: list[str] = []
         self.step_durations_us: list[float] = []
         self.self_time_us: dict[str, float] = {}
-        #: Time in collectives, overlapping ranges of one thread counted once.
+        #: Time in collectives inside the recorded steps, overlaps counted once (_covered).
         self.collective_us = 0.0
         self.events = 0
 
@@ -110,7 +110,8 @@ def _summarize_torch_trace(path: str) -> TraceSummary:
         summary.problems.append(f"{path}: not a readable Chrome trace ({exc})")
         return summary
     spans = []
-    collectives = []
+    collectives: list[tuple[float, float]] = []
+    step_spans: list[tuple[float, float]] = []
     steps_seen: set[str] = set()
     for event in events:
         if not isinstance(event, dict) or event.get("ph") != "X":
@@ -118,21 +119,20 @@ def _summarize_torch_trace(path: str) -> TraceSummary:
         summary.events += 1
         name = str(event.get("name", ""))
         if name.startswith(COLLECTIVE_MARKS) or any(mark in name for mark in COLLECTIVE_MARKS[2:]):
-            collectives.append(
-                (str(event.get("pid")), str(event.get("tid")), float(event.get("ts", 0)), float(event.get("dur", 0)))
-            )
+            collectives.append((float(event.get("ts", 0)), float(event.get("dur", 0))))
         if name.startswith(STEP_PREFIX):
             if str(event.get("cat", "")).startswith("gpu_") or name in steps_seen:
                 continue  # a CUDA trace repeats each step on the GPU's timeline: one step, not two
             steps_seen.add(name)
             summary.step_names.append(name)
             summary.step_durations_us.append(float(event.get("dur", 0)))
+            step_spans.append((float(event.get("ts", 0)), float(event.get("dur", 0))))
         elif event.get("cat") == "cpu_op":
             spans.append(
                 (event.get("pid"), event.get("tid"), float(event.get("ts", 0)), float(event.get("dur", 0)), name)
             )
     summary.self_time_us = _self_times(spans)
-    summary.collective_us = _covered(collectives)
+    summary.collective_us = _covered(collectives, step_spans)
     if summary.events == 0:
         summary.problems.append(f"{path}: the trace holds no events")
     elif not summary.step_names:
@@ -158,21 +158,36 @@ def _self_times(spans: list) -> dict[str, float]:
     return totals
 
 
-def _covered(spans: list) -> float:
-    """The time covered by ``(pid, tid, ts, dur)`` spans, each thread's overlaps counted once."""
+def _covered(spans: list, within: list) -> float:
+    """The time the ``(ts, dur)`` spans cover inside the ``within`` spans (the recorded steps),
+    overlaps counted once. A trace is one process's, and a rank waits in a collective however many
+    threads or streams carry it: two gloo worker threads running two all-reduces at once (DDP's
+    buckets, or its map of unused parameters, as Hugging Face's Trainer asks) are one wait, as an
+    NCCL collective's CPU launch and its kernel are (tried: summed per thread, a Trainer job's rank
+    spent 190 % of its window in collectives). Outside the steps (the profiler's start, its stop)
+    nothing counts: the window's time is its steps'."""
     total = 0.0
-    end = None
-    thread = None
-    for pid, tid, ts, dur in sorted(spans):
-        if (pid, tid) != thread:
-            thread, end = (pid, tid), None
-        if end is None or ts >= end:
-            total += dur
-            end = ts + dur
-        elif ts + dur > end:
-            total += ts + dur - end
-            end = ts + dur
+    steps = _merged(within)
+    index = 0
+    for start, end in _merged(spans):
+        while index < len(steps) and steps[index][1] <= start:
+            index += 1
+        probe = index
+        while probe < len(steps) and steps[probe][0] < end:
+            total += min(end, steps[probe][1]) - max(start, steps[probe][0])
+            probe += 1
     return total
+
+
+def _merged(spans: list) -> list[tuple[float, float]]:
+    """``(ts, dur)`` spans as sorted, disjoint ``(start, end)`` ranges."""
+    merged: list[list[float]] = []
+    for ts, dur in sorted(spans):
+        if merged and ts <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], ts + dur)
+        else:
+            merged.append([ts, ts + dur])
+    return [(start, end) for start, end in merged]
 
 
 def _close(stack: list, ts: float, totals: dict[str, float]) -> None:

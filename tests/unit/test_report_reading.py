@@ -84,3 +84,20 @@ def test_a_zombie_is_not_alive(tmp_path):
         assert aftercare._pid_alive(os.getpid())
     finally:
         os.waitpid(child, 0)
+
+
+def test_the_time_in_collectives_is_their_union_inside_the_recorded_steps(tmp_path):
+    """Hugging Face's Trainer under DDP (find_unused_parameters): each step two gloo all-reduces ran at
+    once on gloo's two worker threads, summed per thread they made 190 % of the window; and a
+    collective before the first step (the profiler's start) is not the window's."""
+    gloo = [
+        {"ph": "X", "name": "gloo:all_reduce", "ts": 20, "dur": 60, "pid": 1, "tid": 7},  # in step 3
+        {"ph": "X", "name": "gloo:all_reduce", "ts": 30, "dur": 60, "pid": 1, "tid": 8},  # beside it
+        {"ph": "X", "name": "nccl:all_reduce", "ts": 200, "dur": 40, "pid": 1, "tid": 1},  # 20 in step 4
+        {"ph": "X", "name": "gloo:broadcast", "ts": -50, "dur": 40, "pid": 1, "tid": 7},  # before the steps
+    ]
+    path = tmp_path / "worker.1.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": TRACE["traceEvents"] + gloo}))
+    summary = deliverables.summarize_torch_trace(str(path))
+    assert summary.step_durations_us == [100.0, 120.0]
+    assert summary.collective_us == 70.0 + 20.0, "20-90 once, and 200-220 (the step ends at 220)"
