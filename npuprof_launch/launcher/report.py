@@ -260,8 +260,9 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
     if window_us:
         process["collective_s"] = collective_us / 1e6
         process["window_s"] = window_us / 1e6
-        spans = [(w["first_step"], w["last_step"]) for w in process["windows"]]
-        process["window_label"] = ("step " if spans == [(spans[0][0],) * 2] else "steps ") + _steps_text(spans)
+        spans = [(w["first_step"], w.get("last_step") or w["first_step"]) for w in process["windows"]]
+        if spans:  # none for traces listed without their windows (an old record, a synthetic one)
+            process["window_label"] = ("step " if spans == [(spans[0][0],) * 2] else "steps ") + _steps_text(spans)
     rank = record.get("rank")
     label = _label(record)
     for problem in trace_problems:
