@@ -12,6 +12,8 @@ verdict is the one a user reads, ``npuprof-run --check DIR --json``. Two rates c
   the right rank or step (a slowdown within 2 steps). Goal: 95 % at least. The window comes after the faults'
   steps here, so that a fault is not beside the tool's aftercare (that case is told undecidable
   by design: findings.spike_beside_aftercare).
+* one-step windows, as a spike's suggested run records: healthy DDP runs (no rank may be named) and
+  a 10x step 10 on rank 1 (its run must say the others waited for rank 1: job.waited_for).
 
 ``--quick`` runs a small subset (a few runs), for the tests; ``--only NAME,...`` the runs named.
 On a busy 2-core machine a run takes 20-60 s (8 ranks import torch on 2 cores).
@@ -39,6 +41,9 @@ HEALTHY_SCHEDULE = ["--skip-first", "2", "--active", "3"]
 #: Faulty runs: 40 steps, the window late (steps 35-37), the faults before it.
 FAULT_SCHEDULE = ["--skip-first", "34", "--active", "3"]
 FAULT_STEPS = 40
+#: A spike's suggested run: one recorded step, on the spike (rank 1's 10x step 10) or on a healthy
+#: job's step; the answer is whom that step waited for (job.waited_for), or nothing.
+ONE_STEP_SCHEDULE = ["--skip-first", "9", "--active", "1"]
 #: Faults on steps of 50 ms: at 20 ms a 10 % sleep (2 ms) was within what a busy 2-core machine
 #: does to a step, and the per-step test rightly found no rank standing out.
 FAULT_STEP_MS = 50.0
@@ -111,6 +116,20 @@ def fault_cases() -> list[dict]:
     return cases
 
 
+def one_step_cases() -> list[dict]:
+    cases = []
+    for ranks in (2, 4):
+        for step_ms in (5.0, 50.0):
+            for hog in (False, True):
+                name = f"{ranks}r-ddp-{step_ms:g}ms-one-step{'-hog' if hog else ''}"
+                common = {"ranks": ranks, "ddp": True, "hog": hog, "steps": 16, "step_ms": step_ms}
+                cases.append({"name": f"healthy-{name}", **common, "schedule": ONE_STEP_SCHEDULE})
+                spike = ["--spike-rank", "1", "--spike-step", "10"]
+                cases.append({"name": f"spike-{name}", **common, "schedule": ONE_STEP_SCHEDULE, "job": spike})
+                cases[-1]["expect"] = ("waited_for", 1)
+    return cases
+
+
 #: The quick subset: a fault clear of a loaded machine's jitter on 50 ms steps (a rank sleeping a
 #: whole step more), so that the test that runs it holds on a busy 2-core machine.
 QUICK = ("healthy-2r-alone-5ms", "slow-2r-alone-1")
@@ -137,7 +156,7 @@ def run_case(case: dict, scratch: str) -> dict:
     job = [JOB, "--steps", str(case["steps"]), "--step-ms", str(case["step_ms"]), *case.get("job", [])]
     if case["ddp"]:
         job.append("--ddp")
-    schedule = FAULT_SCHEDULE if "expect" in case else HEALTHY_SCHEDULE
+    schedule = case.get("schedule") or (FAULT_SCHEDULE if "expect" in case else HEALTHY_SCHEDULE)
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")}
     env["OMP_NUM_THREADS"] = "1"
     started = time.monotonic()
@@ -167,14 +186,17 @@ def judge(result: dict) -> tuple[str, str]:
     slow = [s.get("rank") for s in job.get("slow_ranks") or ()]
     spikes = [s.get("step") for s in job.get("spikes") or ()]
     slowdowns = [s.get("step") for s in job.get("slowdowns") or ()]
-    said = f"slow {slow or '-'}, spikes {spikes or '-'}, slowdowns {slowdowns or '-'}"
+    waited = [s.get("rank") for s in job.get("waited_for") or ()]
+    said = f"slow {slow or '-'}, spikes {spikes or '-'}, slowdowns {slowdowns or '-'}, waited for {waited or '-'}"
     if not job:
         return "ERROR", "; ".join(result["problems"])[:200]
     if "expect" not in case:
-        return ("FALSE" if slow or spikes else "ok"), said
+        return ("FALSE" if slow or spikes or waited else "ok"), said
     kind, value = case["expect"]
     if kind == "slow_rank":
         hit = slow[:1] == [value]
+    elif kind == "waited_for":
+        hit = waited == [value]
     elif kind == "spike":
         hit = value in spikes
     else:
@@ -189,7 +211,7 @@ def main() -> None:
     parser.add_argument("--json", help="write every run's verdict to this file")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the busy process beside a run is ended
-    cases = healthy_cases() + fault_cases()
+    cases = healthy_cases() + fault_cases() + one_step_cases()
     chosen = set(QUICK) if args.quick else {name for name in args.only.split(",") if name}
     if chosen:
         cases = [case for case in cases if case["name"] in chosen]
@@ -204,13 +226,15 @@ def main() -> None:
     faults = [r for r in results if "expect" in r["case"]]
     false_slow = sum(1 for r in healthy if r["job"].get("slow_ranks"))
     false_spikes = sum(1 for r in healthy if r["job"].get("spikes"))
+    false_waits = sum(1 for r in healthy if r["job"].get("waited_for"))
     slowdowns = sum(1 for r in healthy if r["job"].get("slowdowns"))  # main's slowdowns.py, counted apart
     errors = sum(1 for r in results if r["verdict"] == "ERROR")
     found = sum(1 for r in faults if r["verdict"] == "found")
     if healthy:
         print(
-            f"false findings: {false_slow} slow-rank and {false_spikes} spike findings in {len(healthy)} healthy runs "
-            f"({slowdowns} with a slowdown)  [goal 0: {'met' if not false_slow and not false_spikes else 'MISSED'}]"
+            f"false findings: {false_slow} slow-rank, {false_spikes} spike and {false_waits} waited-for findings in "
+            f"{len(healthy)} healthy runs ({slowdowns} with a slowdown)  "
+            f"[goal 0: {'met' if not false_slow + false_spikes + false_waits else 'MISSED'}]"
         )
     if faults:
         rate = found / len(faults)
