@@ -186,14 +186,16 @@ def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
 def _cpu_wait_in(process: dict) -> tuple[float, bool]:
     """What the process's stepping thread waited for a CPU in the blocks of readings that hold its
     recorded steps (each block once; a bound where a block was not kept), 0.0 where none is known;
-    and whether a bound is in it."""
+    and whether a bound is in it. The windows count the job's steps, the readings the process's
+    (a resumed job's ``step_offset`` apart)."""
     blocks, bound = {}, False
+    offset = process.get("step_offset") or 0
     for window in process.get("windows") or ():
         first = window.get("first_step")
         if first is None:
             continue
         for step in range(first, (window.get("last_step") or first) + 1):
-            wait = stepstats.cpu_wait_of(process.get("cpu_wait"), step)
+            wait = stepstats.cpu_wait_of(process.get("cpu_wait"), step - offset)
             if wait:
                 blocks[tuple(wait.get("cpu_wait_steps") or (step, step))] = wait["cpu_wait_s"]
                 bound = bound or bool(wait.get("cpu_wait_at_most"))

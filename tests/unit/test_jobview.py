@@ -286,6 +286,8 @@ def test_a_window_of_one_step_on_a_spike_names_the_rank_the_others_waited_for_in
     # The same step with 350 ms of it spent waiting for a CPU: the machine's doing, the job's is 29 ms.
     waited = [dict(rows[0], cpu_wait={"blocks": [[3, 3, 0.35]], "covered": [[2, 20]], "at_most_s": 0.005})]
     assert jobview.summarize(waited + rows[1:])["waited_for"] == []
+    resumed = [dict(waited[0], step_offset=100, windows=[dict(waited[0]["windows"][0], first_step=103, last_step=103)])]
+    assert jobview.summarize(resumed + rows[1:])["waited_for"] == [], "a resumed job's window, its readings' steps"
     # Alike ranks of 0.5 ms steps, each recorded step 40 ms of the profiler's: 10 ms of waits apart.
     alike = [collective_row(0, 0.002, 3, 0.0005, 0.040), collective_row(1, 0.012, 3, 0.0005, 0.041)]
     assert jobview.summarize(alike)["waited_for"] == []
