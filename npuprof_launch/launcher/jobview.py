@@ -388,19 +388,18 @@ def _tool_steps(
         lines.append(line)
     if held:
         lines.append(
-            f"step{'s' if len(held) > 1 else ''} {_spans_text(stepstats.merged([s, s] for s, _, _ in held))} "
-            f"({_ms_range(min(h[1] for h in held), max(h[1] for h in held))}) held the tool's own record "
-            f"writing ({_ms_range(min(h[2] for h in held), max(h[2] for h in held))}, as it timed it, a loaded "
-            "machine's wait for the CPU included): spikes with it, none without it, so no finding"
+            _writing_line(held, "held", "", ", as it timed it, a loaded machine's wait for the CPU included", "")
         )
     if theirs:
-        waited = sorted(theirs, key=lambda item: item[0])
+        ranks = rank_list(sorted({item[3] for item in theirs}, key=str))
         lines.append(
-            f"step{'s' if len(waited) > 1 else ''} {_spans_text(stepstats.merged([s, s] for s, _, _, _ in waited))} "
-            f"({_ms_range(min(h[1] for h in waited), max(h[1] for h in waited))}) waited for the tool's own record "
-            f"writing on rank {rank_list(sorted({h[3] for h in waited}, key=str))} "
-            f"({_ms_range(min(h[2] for h in waited), max(h[2] for h in waited))}), which holds the other ranks in "
-            "lockstep: spikes with it, none without it, so no finding"
+            _writing_line(
+                sorted(theirs, key=lambda item: item[0]),
+                "waited for",
+                f" on rank {ranks}",
+                "",
+                ", which holds the other ranks in lockstep",
+            )
         )
     return {
         "recorded_steps": recorded,
@@ -411,6 +410,17 @@ def _tool_steps(
         + [{"step": s, "step_s": step_s, "checkpoint_s": c, "checkpoint_rank": r} for s, step_s, c, r in theirs],
         "lines": lines,
     }
+
+
+def _writing_line(items: list[tuple], did: str, whose: str, inside: str, after: str) -> str:
+    """The steps the tool's record writing held, ``(step, step_s, checkpoint_s, ...)`` each, in one line."""
+    steps = stepstats.merged([item[0], item[0]] for item in items)
+    took = _ms_range(min(item[1] for item in items), max(item[1] for item in items))
+    wrote = _ms_range(min(item[2] for item in items), max(item[2] for item in items))
+    return (
+        f"step{'s' if len(items) > 1 else ''} {_spans_text(steps)} ({took}) {did} the tool's own record writing"
+        f"{whose} ({wrote}{inside}){after}: spikes with it, none without it, so no finding"
+    )
 
 
 def _spans_text(spans) -> str:

@@ -61,18 +61,14 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
     ranks' step times are alike by construction, and "no rank stands out" must say it is the
     collectives' evidence that fell short (tried: a DDP rank sleeping 30 % of a step more was told
     "less than 1.00 ms apart, within what the host's scheduling does to alike processes")."""
-    measured = [p for p in group if p.get("collective_s") is not None and p.get("window_s")]
+    measured = _measured(group)
     if len(measured) < 2:
         return [], None
     found, why = [], {}
     for process in measured:
-        others = [p for p in measured if p is not process]
+        others, typical, low, high, share = _against(process, measured)
         recorded = recorded_steps(process)
-        typical = stepstats.quantile(sorted(p["collective_s"] for p in others), 0.5)
-        share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
         own = process["collective_s"]
-        low = min(p["collective_s"] for p in others)
-        high = max(p["collective_s"] for p in others)
         ratio = COLLECTIVE_RATIO_MANY if len(others) >= 3 else COLLECTIVE_RATIO
         if share < COLLECTIVE_SHARE:
             continue
@@ -130,18 +126,15 @@ def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
     ONE_OFF_WORK_RATIO times theirs and longer than theirs by half their extra wait
     (_why_not_its_work): not their profilers' start or stop. What it waited for a CPU there is
     taken off both its work and their wait: the machine's doing, not the job's."""
-    measured = [p for p in group if p.get("collective_s") is not None and p.get("window_s")]
+    measured = _measured(group)
     if len(measured) < 2:
         return []
     process = min(measured, key=lambda p: p["collective_s"])
-    others = [p for p in measured if p is not process]
     recorded = recorded_steps(process)
     medians = sorted(p["step_stats"]["median_s"] for p in measured if p.get("step_stats"))
     if not 1 <= recorded < COLLECTIVE_MIN_STEPS or not medians:
         return []
-    waits = sorted(p["collective_s"] for p in others)
-    typical, low, high = stepstats.quantile(waits, 0.5), waits[0], waits[-1]
-    share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
+    others, typical, low, high, share = _against(process, measured)
     own = process["collective_s"]
     if share < COLLECTIVE_SHARE or own >= typical * COLLECTIVE_RATIO or own >= low - (high - low):
         return []
@@ -181,6 +174,20 @@ def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
             },
         )
     ]
+
+
+def _measured(group: list[dict]) -> list[dict]:
+    """The processes whose window's time in collectives was read from their traces."""
+    return [p for p in group if p.get("collective_s") is not None and p.get("window_s")]
+
+
+def _against(process: dict, measured: list[dict]) -> tuple[list[dict], float, float, float, float]:
+    """The others of ``process`` and their time in collectives: median, least, most, and the median
+    share of their window it took."""
+    others = [p for p in measured if p is not process]
+    waits = sorted(p["collective_s"] for p in others)
+    share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
+    return others, stepstats.quantile(waits, 0.5), waits[0], waits[-1], share
 
 
 def _cpu_wait_in(process: dict) -> tuple[float, bool]:

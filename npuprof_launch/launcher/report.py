@@ -109,11 +109,14 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     findings.extend(slowdowns.text(slowdown) for slowdown in job["slowdowns"])
     findings.extend(slowdowns.asked_windows(processes))
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
+    waited_in = {(once["rank"], once.get("stage")): once["window"] for once in job["waited_for"]}
     for process in processes:
         method = slow_ranks.get((process.get("rank"), process.get("stage")))
         if method is not None:
             process["slowest_rank"] = True
             process["slow_by"] = method
+        if (process.get("rank"), process.get("stage")) in waited_in:
+            process["waited_for_in"] = waited_in[(process.get("rank"), process.get("stage"))]
     for slow in job["slow_ranks"]:
         what = "the slowest" if slow["method"] == "step_times" else "the one the others wait for"
         stage = f" in stage {slow['stage']}" if slow.get("stage") else ""
@@ -123,9 +126,6 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         findings.append(
             f"{once['window']}{stage}, profiled: the others waited for rank {once['rank']}: {once['evidence']}"
         )
-        for process in processes:
-            if (process.get("rank"), process.get("stage")) == (once["rank"], once.get("stage")):
-                process["waited_for_in"] = once["window"]
     for spike in job["spikes"]:
         findings.append(_spike_text(spike, job))
     if job.get("spike_period"):
@@ -262,7 +262,8 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
         process["window_s"] = window_us / 1e6
         spans = [(w["first_step"], w.get("last_step") or w["first_step"]) for w in process["windows"]]
         if spans:  # none for traces listed without their windows (an old record, a synthetic one)
-            process["window_label"] = ("step " if spans == [(spans[0][0],) * 2] else "steps ") + _steps_text(spans)
+            one = len(spans) == 1 and spans[0][0] == spans[0][1]
+            process["window_label"] = ("step " if one else "steps ") + _steps_text(spans)
     rank = record.get("rank")
     label = _label(record)
     for problem in trace_problems:

@@ -168,11 +168,7 @@ def of_processes(processes: list[dict], output_dir: str) -> tuple[list[dict], li
     result, waited = [], []
     for stage, found in by_stage.items():
         for item in group(found, timed[stage]):
-            waits = item.pop("cpu_wait_s")
-            whose = {"stage": stage} if stage else {}
-            (result if waits is None else waited).append(
-                {**whose, **item, **({} if waits is None else {"cpu_wait_s": waits})}
-            )
+            (waited if "cpu_wait_s" in item else result).append({**({"stage": stage} if stage else {}), **item})
     return result, waited
 
 
@@ -212,8 +208,11 @@ def group(found: list[dict], ranks_timed: int) -> list[dict]:
     result = []
     for items in groups:
         ranks = sorted(item["rank"] for item in items if item.get("rank") is not None)
+        # One rank's wait for a CPU explains the group: in lockstep it holds every rank.
+        waits = [item["cpu_wait_s"] for item in items if "cpu_wait_s" in item]
         result.append(
             {
+                **({"cpu_wait_s": max(waits)} if waits else {}),
                 "step": min(item["step"] for item in items),
                 "ranks": ranks,
                 "processes": len(items),
@@ -223,8 +222,6 @@ def group(found: list[dict], ranks_timed: int) -> list[dict]:
                 "ratio": round(statistics.median(item["ratio"] for item in items), 2),
                 "to_end": all(item["to_end"] for item in items),
                 "back_at": max((item["back_at"] or 0) for item in items) or None,
-                # One rank's wait for a CPU explains the group: in lockstep it holds every rank.
-                "cpu_wait_s": max((item["cpu_wait_s"] for item in items if "cpu_wait_s" in item), default=None),
                 "evidence": [
                     {key: item[key] for key in ("rank", "step", "ratio", "p", "test", "steps_before", "steps_after")}
                     for item in items
