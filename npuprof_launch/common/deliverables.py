@@ -254,22 +254,26 @@ def _records_npu(info: dict | None) -> bool:
     return any(str(activity).endswith("NPU") for activity in activities)
 
 
-def check_ascend_dir(path: str, export_types) -> list[str]:
+def check_ascend_dir(path: str, export_types, parse_asked: bool = True) -> list[str]:
     """Problems of one ``*_ascend_pt`` directory, in the order the field checks them.
 
     ``profiler_info*.json`` is written when the profiler stops, so without it the collection never
     ended properly. ``ASCEND_PROFILER_OUTPUT/`` is written by parsing; without it the raw data is
-    there but unparsed (--no-analyse, or a job killed first), and ``npuprof-run --analyse`` fixes it.
+    there but unparsed: a problem when a parse was asked for (a job killed first, a parse that
+    failed), and ``npuprof-run --analyse`` fixes it; what was asked for when it was not
+    (``parse_asked`` False: --no-analyse, raw data kept to parse later; see ``unparsed``).
     Then each exported deliverable must exist and hold data.
     """
     if not os.path.isdir(path):
         return [f"{path}: missing"]
-    names = os.listdir(path)
-    info = _profiler_info(path, names)
+    entries = os.listdir(path)
+    info = _profiler_info(path, entries)
     if info is None:
         return [f"{path}: no readable profiler_info*.json: the profiler was never stopped properly"]
     output = os.path.join(path, ASCEND_OUTPUT)
     if not os.path.isdir(output):
+        if not parse_asked:
+            return []
         return [
             f"{path}: no {ASCEND_OUTPUT}/: the raw data was never parsed; run npuprof-run --analyse "
             f"{os.path.dirname(os.path.abspath(path))}"
@@ -352,6 +356,11 @@ def _check_db_file(path: str, traced_npu: bool) -> list[str]:
     if not filled.intersection(DB_MAIN_TABLES):
         problems.append(f"{path}: none of the tables {', '.join(DB_MAIN_TABLES)} holds a row")
     return problems
+
+
+def unparsed(path: str) -> bool:
+    """Whether a session directory holds raw data only: torch_npu's parse never wrote its output."""
+    return os.path.isdir(path) and not os.path.isdir(os.path.join(path, ASCEND_OUTPUT))
 
 
 def parsed_enough(path: str) -> bool:

@@ -15,10 +15,15 @@ NOT_WORLD_WRITABLE = ~0o002
 
 
 def make_dirs(path: str) -> None:
-    """Create ``path`` with the user's umask, and never world-writable."""
+    """Create ``path`` with the user's umask, and never world-writable.
+
+    The path is normalized first: ``OUT/session/.`` (a file at the top of a tree, its folder
+    joined with ``relpath`` = ``.``), ``OUT/a/..`` and ``OUT/a/`` name the folder they lead to, and
+    that folder's parents are made before it."""
+    path = os.path.abspath(path)
     if os.path.isdir(path):
         return
-    parent = os.path.dirname(os.path.abspath(path))
+    parent = os.path.dirname(path)
     if parent != path:
         make_dirs(parent)  # os.makedirs would give the parents 0o777 less the umask
     try:

@@ -101,10 +101,13 @@ def wait(output_dir: str, records: list[dict], timeout: float, tick=None) -> lis
         time.sleep(0.2)
 
 
-def command(*, traces: list[str], result: str, kind: str, gzip_traces: bool, stage: str | None, home: str) -> list[str]:
+def command(
+    *, traces: list[str], result: str, kind: str, gzip_traces: bool, stage: str | None, home: str, parsed: bool = False
+) -> list[str]:
     """The command line of one window's aftercare: under ``nice`` where there is one, so that even
     its interpreter's start and its imports take only the CPU the job leaves (os.nice in main()
-    comes after them)."""
+    comes after them). ``parsed``: torch_npu parses the window (analyse_flag), so its parse is
+    waited for; without it (--no-analyse) no parse will ever end, and nothing waits."""
     nice = shutil.which("nice")
     args = [nice, "-n", "19"] if nice else []
     args += [
@@ -120,6 +123,8 @@ def command(*, traces: list[str], result: str, kind: str, gzip_traces: bool, sta
     ]
     if gzip_traces:
         args.append("--gzip")
+    if parsed:
+        args.append("--parsed")
     if stage:
         args += ["--stage", stage]
     return [*args, *traces]
@@ -137,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", required=True, help="the output directory")
     parser.add_argument("--stage", help="the stage directory the traces are in (they move to --home)")
     parser.add_argument("--gzip", action="store_true")
+    parser.add_argument("--parsed", action="store_true", help="npu: torch_npu parses the window; wait for its parse")
     parser.add_argument("traces", nargs="+")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
@@ -160,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _care(trace: str, args, outcome: dict) -> None:
     if args.kind == "npu":
-        _wait_for_parse(trace)
+        if args.parsed:
+            _wait_for_parse(trace)
         _count_npu_log_errors(trace, outcome)
     else:
         summary = deliverables.summarize_torch_trace(trace)
@@ -207,11 +214,13 @@ def _move_home(path: str, stage: str, home: str, outcome: dict) -> str | None:
     target = os.path.join(home, relative)
     if os.path.isdir(path):
         for folder, _, entries in os.walk(path):
+            where = os.path.normpath(os.path.join(target, os.path.relpath(folder, path)))
+            files.make_dirs(where)  # an empty folder of the tree (raw data not written yet) comes home too
             for entry in sorted(entries):
                 if _stop:
                     outcome["left"].append(os.path.join(folder, entry))
                     continue
-                _move_file(os.path.join(folder, entry), os.path.join(target, os.path.relpath(folder, path), entry))
+                _move_file(os.path.join(folder, entry), os.path.join(where, entry))
         if not outcome["left"]:
             shutil.rmtree(path, ignore_errors=True)
         return target

@@ -63,6 +63,7 @@ class AftercareJobs:
                     gzip_traces=gzip_traces,
                     stage=self._stage_root,
                     home=self._output_dir,
+                    parsed=getattr(backend, "parses", False),
                 ),
                 env=aftercare.environment(os.environ),
                 stdin=subprocess.DEVNULL,

@@ -24,7 +24,7 @@ import urllib.parse
 
 from npuprof_launch.common import findings as verdicts
 from npuprof_launch.common import names, stepstats
-from npuprof_launch.launcher import jobview, runs, wording
+from npuprof_launch.launcher import jobview, runs, windowfiles, wording
 from npuprof_launch.launcher.htmlgrid import median_s, process_label, process_windows
 
 #: Operators shown per process in the table.
@@ -288,6 +288,12 @@ def how_to_open(processes: list[dict], out: str) -> str:
             f'<a href="{PERFETTO}">{PERFETTO}</a>, choose <b>Open trace file</b> and pick the file (about 2 GB at most '
             "in the browser). The links above point at the files beside this page: save or copy them from there. "
             "All ranks side by side: Holistic Trace Analysis (npuprof-launch's docs/output.md).</li>"
+        )
+    raw = windowfiles.raw_kept(processes, out)
+    if raw:
+        items.append(
+            f"<li><b>Raw NPU data</b>: {wording.count(raw['sessions'], 'session')} kept unparsed, as --no-analyse "
+            f"asked; parse them before opening them: <code>{esc(raw['command'])}</code>.</li>"
         )
     if "npu" in backends:
         items.append(

@@ -52,7 +52,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         run = accounts.get(reported)
     together = runs.joined(listing, reported)  # a job on several nodes: one launcher, one run id a node
     records = [r for r in every_record if reported is None or "unreadable" in r or (r.get("run_id") or "") in together]
-    weight = _trace_bytes(output_dir, records)
+    weight = windowfiles.trace_bytes(output_dir, records)
     if deep is None:
         deep = weight <= DEEP_BYTES
     if reported is None:
@@ -158,6 +158,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         "run_id": reported,
         "runs": [dict(item, reported=item["run_id"] in together) for item in listing],
         "output_dir": output_dir,
+        "raw_kept": windowfiles.raw_kept(processes, output_dir),
     }
 
 
@@ -200,15 +201,6 @@ def _whose(entry: dict) -> str:
 
 def _steps_text(pairs) -> str:
     return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in pairs)
-
-
-def _trace_bytes(output_dir: str, records: list[dict]) -> int:
-    total = 0
-    for record in records:
-        for rel in record.get("traces") or ():
-            path, _ = windowfiles.locate(output_dir, rel)
-            total += windowfiles.tree_bytes(path) if path else 0
-    return total
 
 
 def _process(record: dict, output_dir: str, run: dict | None, problems: list, findings: list, deep: bool) -> dict:
@@ -445,6 +437,7 @@ def _check_traces(
     collective_us = window_us = 0.0
     backend = record.get("backend")
     export_type = (record.get("options") or {}).get("export-type") or ["text"]
+    parse_asked = (record.get("options") or {}).get("analyse") is not False
     process["window_bytes"] = []
     windows = [dict(w) for w in record.get("windows") or []]
     attributed = {rel for window in windows for rel in window.get("traces") or ()}
@@ -467,7 +460,9 @@ def _check_traces(
             if not care:
                 size += windowfiles.tree_bytes(path)
             if backend == "npu":
-                problems.extend(deliverables.check_ascend_dir(path, export_type))
+                problems.extend(deliverables.check_ascend_dir(path, export_type, parse_asked))
+                if not parse_asked and deliverables.unparsed(path):
+                    process["raw_sessions"] = process.get("raw_sessions", 0) + 1
                 for name, us in deliverables.npu_operator_totals(path).items():
                     self_times[name] = self_times.get(name, 0.0) + us
                 continue

@@ -94,6 +94,12 @@ def format_table(report: dict, verbose: bool = False) -> str:
         backends = {p.get("backend") for p in recorded}
         if "torch" in backends:
             lines.append(f"{names.VOICE} {OPEN_TORCH}")
+        raw = report.get("raw_kept")
+        if raw:
+            lines.append(
+                f"{names.VOICE} {wording.count(raw['sessions'], 'NPU session')} kept as raw data, unparsed as "
+                f"--no-analyse asked: parse them with {raw['command']}"
+            )
         if "npu" in backends:
             lines.append(f"{names.VOICE} {OPEN_NPU.format(out=out)}")
     return "\n".join(lines)

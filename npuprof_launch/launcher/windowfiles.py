@@ -9,6 +9,7 @@ held against what the trace viewers open. And the output's filesystem, when it i
 from __future__ import annotations
 
 import os
+import shlex
 
 from npuprof_launch.common import deliverables
 
@@ -89,6 +90,25 @@ def tree_bytes(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
+
+
+def trace_bytes(output_dir: str, records: list[dict]) -> int:
+    """What the records' traces weigh on disk, wherever each is now."""
+    total = 0
+    for record in records:
+        for rel in record.get("traces") or ():
+            path, _ = locate(output_dir, rel)
+            total += tree_bytes(path) if path else 0
+    return total
+
+
+def raw_kept(processes: list[dict], output_dir: str) -> dict | None:
+    """The NPU sessions kept as raw data, unparsed as --no-analyse asked (the report's rows count
+    them: ``raw_sessions``), and the command that parses them; None when there are none."""
+    sessions = sum(process.get("raw_sessions", 0) for process in processes)
+    if not sessions:
+        return None
+    return {"sessions": sessions, "command": f"npuprof-run --analyse {shlex.quote(output_dir)}"}
 
 
 #: Free space below which a run's problems are told with the cause they most likely share.

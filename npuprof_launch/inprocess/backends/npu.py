@@ -23,7 +23,7 @@ import re
 import sys
 from typing import NamedTuple
 
-from npuprof_launch.common import files
+from npuprof_launch.common import files, names
 from npuprof_launch.common.schedule import Window
 from npuprof_launch.inprocess.backends import Declined
 
@@ -374,6 +374,9 @@ class NpuBackend:
         self._reported: set[str] = set()
         #: The ``ProfilerStep#`` number of the last built window's first step (backends.Backend).
         self.steps_from = 0
+        #: Whether torch_npu parses each window (``analyse_flag``): without it (--no-analyse) the
+        #: session keeps raw data only and no ``analyse.done`` ever comes, so nothing may wait for one.
+        self.parses = True
 
     def build(self, *, config, window, on_trace_ready, output_dir: str, worker: str):
         """Create the trace handler first: calling torch_npu's factory sets the process-wide output
@@ -387,6 +390,7 @@ class NpuBackend:
         watch_messages(self.note_profiler)
         version = installed_version(torch_npu)
         chosen = plan(config, version, capabilities(version, api), output_dir, worker, window)
+        self.parses = bool(chosen.handler["analyse_flag"])
         for note in chosen.notes:
             self.note_warning(note)
         files.make_dirs(output_dir)
@@ -513,12 +517,16 @@ def _noting(original, kind: str, note):
 
 
 def _session_dirs(output_dir: str, worker: str) -> set[str]:
-    """torch_npu names them ``{worker}_{timestamp}_ascend_pt`` or ``{worker}_{pid}_{timestamp}_ascend_pt``."""
+    """The session directories of ``worker`` in ``output_dir``: torch_npu names them
+    ``{worker}_{timestamp}_ascend_pt`` (2.4.0 and before) or ``{worker}_{pid}_{timestamp}_ascend_pt``
+    (_profiler_path_creator.py of later releases). Another worker whose name extends this one's
+    (``..._pid12`` and ``..._pid123``) differs before the underscore, so it is never taken."""
     try:
-        names = os.listdir(output_dir)
+        entries = os.listdir(output_dir)
     except OSError:
         return set()
-    return {name for name in names if name.startswith(worker + "_") and name.endswith(names.ASCEND_DIR_SUFFIX)}
+    prefix = worker + "_"
+    return {entry for entry in entries if entry.startswith(prefix) and entry.endswith(names.ASCEND_DIR_SUFFIX)}
 
 
 def analyse_offline(directory: str, export_types, note_warning) -> str:
