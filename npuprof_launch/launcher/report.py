@@ -463,6 +463,7 @@ def _check_traces(
                 problems.extend(deliverables.check_ascend_dir(path, export_type, parse_asked))
                 if not parse_asked and deliverables.unparsed(path):
                     process["raw_sessions"] = process.get("raw_sessions", 0) + 1
+                plain += windowfiles.viewed_bytes(path)
                 for name, us in deliverables.npu_operator_totals(path).items():
                     self_times[name] = self_times.get(name, 0.0) + us
                 continue

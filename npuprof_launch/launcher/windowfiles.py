@@ -43,15 +43,30 @@ SMALLER = "fewer --active steps, --ranks, a lower --level, no --with-stack or --
 
 
 def size_warnings(window: dict, size: int, plain: int, backend: str | None) -> list[str]:
-    """A window too large for the viewers, with the options that make it smaller."""
-    weight = plain or size
+    """A window too large for the viewers, with the options that make it smaller.
+
+    A torch window is its trace (``plain``: its size before compression). An NPU window is a
+    session directory whose raw data (often gigabytes) no viewer opens as such: what a viewer
+    loads whole is its ``trace_view.json``, so ``plain`` is that file's size there, and a session
+    without one (db export, raw data kept) is never too large to open."""
+    weight = plain if backend == "npu" else (plain or size)
     for limit, viewer in VIEWER_LIMITS:
         if weight > limit:
             what = f"window steps {window.get('first_step')}-{window.get('last_step')}"
+            if backend == "npu":
+                what += f": its {deliverables.TRACE_VIEW}"
             return [
                 f"{what} is {weight / 2**20:.0f} MB of trace, more than {viewer} opens; to make it smaller: {SMALLER}"
             ]
     return []
+
+
+def viewed_bytes(session: str) -> int:
+    """The size of an NPU session's ``trace_view.json``, the file a viewer loads whole (0 if none)."""
+    try:
+        return os.path.getsize(os.path.join(session, deliverables.ASCEND_OUTPUT, deliverables.TRACE_VIEW))
+    except OSError:
+        return 0
 
 
 def summarize_where_it_is(output_dir: str, rel: str, staged: list[str] | None, path: str):

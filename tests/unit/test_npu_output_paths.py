@@ -126,3 +126,25 @@ def test_the_aftercare_waits_for_a_parse_only_when_torch_npu_parses():
     args = dict(traces=["s_ascend_pt"], result="r.json", kind="npu", gzip_traces=False, stage=None, home="/o")
     assert "--parsed" in aftercare.command(**args, parsed=True)
     assert "--parsed" not in aftercare.command(**args, parsed=False)
+
+
+def _sparse(path: str, size: int) -> None:
+    with open(path, "ab") as handle:
+        handle.truncate(size)  # no disk used: the size is what is read
+
+
+def test_an_npu_sessions_raw_data_is_not_a_trace_too_large_to_open(tmp_path):
+    """Gigabytes of raw data are normal on Ascend and no viewer loads them whole: the guard holds
+    the viewers' limits against trace_view.json, the file they do load (it held the whole tree)."""
+    session = npu_layout.session(str(tmp_path), WORKER)
+    _sparse(os.path.join(session, "FRAMEWORK", "torch.op_range"), 3 * 2**30)
+    window = {"first_step": 3, "last_step": 4}
+    size = windowfiles.tree_bytes(session)
+    assert size > 3 * 2**30
+    assert windowfiles.size_warnings(window, size, windowfiles.viewed_bytes(session), "npu") == []
+    _sparse(os.path.join(session, deliverables.ASCEND_OUTPUT, deliverables.TRACE_VIEW), 300 * 2**20)
+    (warning,) = windowfiles.size_warnings(window, size, windowfiles.viewed_bytes(session), "npu")
+    assert warning.startswith("window steps 3-4: its trace_view.json is 300 MB of trace, more than chrome://tracing")
+    assert windowfiles.size_warnings(window, size, 0, "npu") == [], "db export: no JSON to open"
+    (torch_warning,) = windowfiles.size_warnings(window, 300 * 2**20, 0, "torch")
+    assert torch_warning.startswith("window steps 3-4 is 300 MB of trace")
