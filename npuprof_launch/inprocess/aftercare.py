@@ -3,8 +3,9 @@
 The session starts one such process per saved window (``python -m npuprof_launch.inprocess.aftercare``),
 detached, at the lowest CPU priority, without the hook, and goes on with the job at once:
 
-1. an NPU session directory written with ``--async-mode`` is first waited for until torch_npu's
-   parse has finished (its ``analyse.done`` marker, or the deliverables, in older releases);
+1. an NPU session directory that torch_npu parses (``--parsed``: analyse_flag; in the background
+   with ``--async-mode``) is first waited for until that parse has finished (its ``analyse.done``
+   marker, or the deliverables, in older releases); one kept raw (--no-analyse) is not: no parse comes;
 2. the trace is summarized where it ran (deliverables.py: steps, top operators, time in
    collectives, size), so that the report of a thousand ranks reads small files, not terabytes;
 3. a torch trace is compressed (``--gzip``): ``.pt.trace.json.gz``, about a tenth of the size,
