@@ -291,9 +291,10 @@ def how_to_open(processes: list[dict], out: str) -> str:
         )
     raw = windowfiles.raw_kept(processes, out)
     if raw:
+        which = "it" if raw["sessions"] == 1 else "them"
         items.append(
             f"<li><b>Raw NPU data</b>: {wording.count(raw['sessions'], 'session')} kept unparsed, as --no-analyse "
-            f"asked; parse them before opening them: <code>{esc(raw['command'])}</code>.</li>"
+            f"asked; to open {which}, parse first: <code>{esc(raw['command'])}</code>.</li>"
         )
     if "npu" in backends:
         items.append(

@@ -98,7 +98,7 @@ def format_table(report: dict, verbose: bool = False) -> str:
         if raw:
             lines.append(
                 f"{names.VOICE} {wording.count(raw['sessions'], 'NPU session')} kept as raw data, unparsed as "
-                f"--no-analyse asked: parse them with {raw['command']}"
+                f"--no-analyse asked; {raw['command']} parses {'it' if raw['sessions'] == 1 else 'them'}"
             )
         if "npu" in backends:
             lines.append(f"{names.VOICE} {OPEN_NPU.format(out=out)}")
