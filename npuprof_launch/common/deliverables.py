@@ -247,6 +247,8 @@ def recorded_export_types(path: str) -> tuple[str, ...]:
 
 def _records_npu(info: dict | None) -> bool:
     """Whether the session traced the NPU (the recorded activities; assumed when unrecorded)."""
+    if info is None:
+        return True
     try:
         activities = info["config"]["common_config"]["activities"]
     except (KeyError, TypeError):

@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import Any
 
 from npuprof_launch.common import files, names, options, record
 
 POLL_INTERVAL = 0.25
 REQUEST_SUFFIX = ".request.json"
-#: The schedule fields a request may carry, with their lower bounds.
-REQUEST_FIELDS = {key: options.BY_NAME[key].minimum for key in names.REQUEST_KEYS}
+#: The schedule fields a request may carry (whole numbers), with their lower bounds.
+REQUEST_FIELDS = {key: options.MINIMUMS[options.BY_NAME[key].kind] for key in names.REQUEST_KEYS}
 #: Seconds of a process's steps between where it is estimated to be (its last written count, plus
 #: its step time times the record's age) and the step its window starts on: time for the request
 #: to reach it (it looks four times a second) before it gets there.
@@ -47,7 +48,7 @@ def write_request(
     is asked for (--on-slowdown says which slowdown), kept in the takers' records.
     """
     created = time.time_ns()
-    request = {
+    request: dict[str, Any] = {
         "id": f"{created}-{os.getpid()}",
         "active": active,
         "warmup": warmup,
@@ -145,7 +146,7 @@ class RequestWatcher:
         self.since_ns = since_ns
         self.note_warning = note_warning
         self._next_look = 0.0
-        self._folder_mtime = None
+        self._folder_mtime: int | None = None
         self._seen: set[str] = set()
 
     def poll(self) -> dict | None:

@@ -83,9 +83,8 @@ class Option:
 
     def parse(self, raw: str, source: str) -> object:
         """Turn the text given for this option into its value, or raise ConfigError."""
-        parser = _parse_stages if self.kind == "stages" else optionkinds.PARSERS[self.kind]
         try:
-            return parser(self, raw.strip())
+            return PARSERS[self.kind](self, raw.strip())
         except ValueError as exc:
             raise ConfigError(f"{source}={raw!r}: {exc}") from None
 
@@ -116,6 +115,10 @@ def schedule_of(values: dict) -> Schedule:
 
 def _parse_stages(option: Option, raw: str) -> tuple[str, ...]:
     return parse_stage_list(raw)
+
+
+#: The parser of each kind: optionkinds' and ``stages`` (a stage's values are parsed as the options they name).
+PARSERS = {**optionkinds.PARSERS, "stages": _parse_stages}
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -341,7 +344,52 @@ BY_ENV: dict[str, Option] = {option.env: option for option in OPTIONS}
 
 
 class Config:
-    """The resolved options of one run: one attribute per option (dashes become underscores)."""
+    """The resolved options of one run: one attribute per option (dashes become underscores), declared
+    below for readers and the type checker, each typed as its kind's parser returns (None where the
+    table's default is None); tests/unit/test_config.py holds them to ``OPTIONS``."""
+
+    output_dir: str
+    stage_dir: str | None
+    gzip: bool
+    step_times: bool
+    hang_after: float | None
+    skip_first: int
+    wait: int
+    warmup: int
+    active: int
+    repeat: int
+    from_step: int | None
+    total_steps: int | None
+    target: str | None
+    ranks: tuple[int, ...] | None
+    scenario: str
+    stage: tuple[str, ...] | None
+    range: bool
+    on_demand: bool
+    on_slowdown: int
+    backend: str
+    activities: tuple[str, ...] | None
+    level: str
+    export_type: tuple[str, ...]
+    aic_metrics: str
+    record_shapes: bool
+    profile_memory: bool
+    with_stack: bool
+    with_modules: bool
+    with_flops: bool
+    max_window_mb: int | None
+    window_timeout: float | None
+    l2_cache: bool
+    data_simplification: bool
+    analyse: bool
+    async_mode: bool
+    mstx: bool
+    host_sys: tuple[str, ...] | None
+    sys_io: bool
+    sys_interconnection: bool
+    op_attr: bool
+    record_op_args: bool
+    gc_detect_threshold: float | None
 
     def __init__(self, values: dict[str, object]) -> None:
         self._values = dict(values)
@@ -402,6 +450,7 @@ def resolve(given: dict[str, str], environ: dict[str, str] | os._Environ) -> tup
     # Ours only, read once: os.environ decodes at each look-up, and each option is looked up.
     environ = {key: value for key, value in environ.items() if key.startswith(names.ENV_PREFIX)}
     scenario = _resolve_one(BY_NAME["scenario"], scenarios.DEFAULT, given, environ, problems)
+    assert isinstance(scenario, str)  # a choice
     values: dict[str, object] = {"scenario": scenario}
     fixed = scenarios.defaults(scenario)
     for option in (option for option in OPTIONS if option.name != "scenario"):
@@ -512,8 +561,9 @@ def _schedules(config: Config) -> list[tuple[str, Config]]:
 
 def parse_stage(text: str) -> tuple[str, str, dict]:
     """One stage, checked: (NAME, MOD:QUALNAME, {option: value}); raises ValueError with a one-line reason."""
-    name, target, pairs = stages.parts(text)
-    target = BY_NAME["target"].parse(target, f"stage {name}")
+    name, given_target, pairs = stages.parts(text)
+    target = BY_NAME["target"].parse(given_target, f"stage {name}")
+    assert isinstance(target, str)  # its parser returns the text it checked
     overrides: dict = {}
     for key, value in pairs:
         overrides[key] = BY_NAME[key].parse(value, f"stage {name} {key}")

@@ -112,7 +112,7 @@ def cut_words(outcome: dict) -> str:
         return f"--max-window-mb {outcome.get('limit_mb')} (the process grew by {grown} MB while it recorded)"
     if by == "window_timeout":
         return f"--window-timeout {_number(outcome.get('limit_s'))} (no step for {outcome.get('idle_s')} s)"
-    return CUT_BY.get(by, str(by))
+    return CUT_BY.get(str(by), str(by))
 
 
 def _number(value) -> str:
@@ -172,7 +172,7 @@ def sentence(outcome: dict) -> str:
     if kind == LATE_START:
         return (
             f"the window due at step {outcome['due']} could start only at step {step} "
-            f"({LATE_WHY.get(outcome.get('why'), outcome.get('why'))}); it records steps "
+            f"({LATE_WHY.get(str(outcome.get('why')), outcome.get('why'))}); it records steps "
             f"{outcome['first']}-{outcome['last']} instead"
         )
     if kind == SLOT_BUSY:

@@ -131,7 +131,7 @@ def read_all(status_dir: str) -> list[dict]:
     ``{"file": NAME, "unreadable": REASON}``."""
     import json
 
-    records = []
+    records: list[dict] = []
     try:
         entries = sorted(os.listdir(status_dir))
     except OSError:

@@ -101,7 +101,7 @@ class Schedule:
     def windows(self) -> tuple[Window, ...]:
         """The windows in order. In range mode every recorded call is a one-step window."""
         period = self.wait + self.warmup + self.active
-        found = []
+        found: list[Window] = []
         for index in range(self.repeat):
             first = self.skip_first + index * period + self.wait + 1
             if self.range_mode:

@@ -172,7 +172,7 @@ COLLECTIVES = (
 
 
 def is_collective(call: str | None) -> bool:
-    return bool(call) and call.rsplit(".", 1)[-1] in COLLECTIVES
+    return call is not None and call.rsplit(".", 1)[-1] in COLLECTIVES
 
 
 def _rank_key(rank) -> float:

@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(19)
     except OSError:
         pass
-    outcome = {"status": "running", "started_ns": time.time_ns(), "pid": os.getpid(), "traces": [], "left": []}
+    outcome: dict = {"status": "running", "started_ns": time.time_ns(), "pid": os.getpid(), "traces": [], "left": []}
     outcome.update(errors=[], summary=None, bytes={}, plain_bytes={})
     _write(args.result, outcome)
     try:
@@ -165,18 +165,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _care(trace: str, args, outcome: dict) -> None:
+def _care(path: str, args, outcome: dict) -> None:
+    trace: str | None = path
     if args.kind == "npu":
         if args.parsed:
-            _wait_for_parse(trace)
-        _count_npu_log_errors(trace, outcome)
+            _wait_for_parse(path)
+        _count_npu_log_errors(path, outcome)
     else:
-        summary = deliverables.summarize_torch_trace(trace)
+        summary = deliverables.summarize_torch_trace(path)
         outcome["summary"] = _merge(outcome["summary"], summary)
-        outcome["plain_bytes"][os.path.basename(trace)] = os.path.getsize(trace) if os.path.exists(trace) else 0
+        outcome["plain_bytes"][os.path.basename(path)] = os.path.getsize(path) if os.path.exists(path) else 0
         if args.gzip and not _stop:
-            trace = _compress(trace)
-    if args.stage and not _stop:
+            trace = _compress(path)
+    if args.stage and not _stop and trace is not None:
         trace = _move_home(trace, args.stage, args.home, outcome)
     if trace is not None:
         outcome["traces"].append(os.path.relpath(trace, args.home))

@@ -14,6 +14,7 @@ is found, which may be before torch is imported, in a process that steps no opti
 from __future__ import annotations
 
 import threading
+import types
 from typing import TYPE_CHECKING
 
 from npuprof_launch.common import numbering, outcomes
@@ -54,7 +55,7 @@ class CallClock:
         #: every call then runs untouched. hook.py sets it too.
         self.passive = False
         self._lock = threading.Lock()
-        self._owner = None
+        self._owner: threading.Thread | None = None
         self._owner_name = ""
         self._main = threading.main_thread()
         self._noted_threads = False
@@ -75,7 +76,7 @@ class CallClock:
         finally:
             self.exit()
 
-    def _awaited(self, coroutine: Coroutine[Any, Any, Any]) -> Coroutine[Any, Any, Any]:
+    def _awaited(self, coroutine: types.CoroutineType[Any, Any, Any]) -> Coroutine[Any, Any, Any]:
         """An ``async def``'s call returns a coroutine at once and its work runs when that is awaited
         (on the event loop's thread, which need not be the caller's): so its step is the await,
         from the coroutine's first run to its end. The coroutine is made at the call, so that bad
@@ -91,6 +92,7 @@ class CallClock:
                 self.exit()
 
         ours = step()
+        assert isinstance(ours, types.CoroutineType)  # an async def's call: a native coroutine, which has names
         ours.__name__, ours.__qualname__ = coroutine.__name__, coroutine.__qualname__
         return ours
 

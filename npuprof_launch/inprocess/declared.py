@@ -41,6 +41,14 @@ import sys
 from npuprof_launch.common import names
 from npuprof_launch.inprocess import importwatch
 
+#: typing.TYPE_CHECKING without importing typing at process start (hook.py says why); mypy takes it as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+
+    from npuprof_launch.inprocess.stepclock import DeclaredClock
+
 #: The profile function's watchers while __main__'s functions are awaited: each is called with
 #: (frame, event) and returns whether it goes on watching. The last one removed removes the function.
 _watchers: list = []
@@ -150,8 +158,8 @@ class Declared:
         self.reason = NEVER_IMPORTED
         #: The callclock.CallClock its calls go to, made by ``make_clock(self)`` (the hook's) once the
         #: function is found: not at process start, where the hook imports as little as it can.
-        self.clock = None
-        self.make_clock = None
+        self.clock: DeclaredClock | None = None
+        self.make_clock: Callable[[Declared], DeclaredClock] | None = None
         self.wrapped = False
         #: How a call gives its work back (``kind_of``), known once the function is found.
         self.kind: str | None = None
@@ -264,8 +272,8 @@ class Declared:
                     names.say(f"{declared.describe()}: could not look for it in the script runpy runs: {exc!r}")
             return run_code(code, run_globals, *args, **kwargs)
 
-        _run_code._npuprof_watched = True
-        _run_code.__wrapped__ = run_code
+        _run_code._npuprof_watched = True  # type: ignore[attr-defined]  # a mark on the function, read with getattr
+        _run_code.__wrapped__ = run_code  # type: ignore[attr-defined]  # functions take it, as functools.wraps sets it
         runpy._run_code = _run_code
 
     def _hunter(self, main: object, first: str):
@@ -281,18 +289,17 @@ class Declared:
             code = self._wrap(main)
             if code is not None and self.clock is not None and not self.awaited:
                 # (a coroutine's frame "returns" at each await: its first call is not followed)
-                first_call = self._first_call_watcher(code)
+                first_call = self._first_call_watcher(code, self.clock)
                 if first_call(frame, event):
                     _start_watching(first_call)
             return False
 
         return hunt
 
-    def _first_call_watcher(self, code):
+    def _first_call_watcher(self, code, clock: DeclaredClock):
         """The watcher of the first call until one is counted: a call of the function's own code
         that did not come through the wrapper (a name loaded before we wrapped, or the call whose
         event found the ``def``) is counted from its call event to its return."""
-        clock = self.clock
 
         def first_call(frame, event) -> bool:
             if clock.session is not None or clock.in_call:
@@ -340,7 +347,7 @@ def kind_of(function: object) -> str | None:
 
     function = getattr(function, "__func__", function)
     try:
-        function = inspect.unwrap(function)
+        function = inspect.unwrap(function)  # type: ignore[arg-type]  # it follows __wrapped__ on any object
     except ValueError:  # a __wrapped__ cycle
         pass
     if inspect.iscoroutinefunction(function):
@@ -366,7 +373,7 @@ def _names_of(module) -> tuple[str, ...]:
 
 def _module_frame(namespace: dict):
     """The frame running the ``__main__`` module's own code on this thread's stack, or None."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_globals is namespace and frame.f_code.co_name == "<module>":
             return frame

@@ -27,6 +27,7 @@ import operator
 import os
 import threading
 import time
+from typing import TextIO
 
 from npuprof_launch.common import stalls
 
@@ -49,7 +50,7 @@ class HangWatch:
         self.threshold_s: float | None = None
         self.main_thread = threading.main_thread().ident
         self._pid = os.getpid()
-        self._file = None
+        self._file: TextIO | None = None
         self._timeout_s: float | None = None
         self.stood_down = False
 
@@ -80,6 +81,7 @@ class HangWatch:
 
     def rearm_after_fork(self) -> None:
         if self._timeout_s is not None and os.getpid() == self._pid and not self.stood_down and not _job_owns_timer:
+            assert self._file is not None  # arm() opened it before it set the timeout
             _real_later(self._timeout_s, repeat=True, file=self._file)
 
     def stand_down(self) -> None:
@@ -106,8 +108,8 @@ class Pauses:
     def __init__(self, status_file: str, hang_after: float | None) -> None:
         self._status_file = status_file
         self._hang_after = hang_after
-        #: The process's HangWatch; None until the first checkpoint, False when off.
-        self.watch: HangWatch | None | bool = None
+        #: The process's HangWatch, made at the first checkpoint; None before it, and when off.
+        self.watch: HangWatch | None = None
         #: {"step" (the last step before it), "seconds", "dumps", "at_end" (then the process ended)}.
         self.found: list[dict] = []
         self._checkpoint_time: float | None = None
@@ -115,16 +117,16 @@ class Pauses:
     def at_checkpoint(self, times: list[float], steps: int, now: float) -> None:
         """A gap between the steps since the last checkpoint longer than the threshold was a pause that
         ended: note it before the watch is armed again. ``times``: the readings since then."""
-        if self.watch is None:
-            self.watch = watch_for(self._status_file, self._hang_after) or False
-        last, self._checkpoint_time = self._checkpoint_time, now
-        threshold = self.watch.threshold_s if self.watch else None
-        if threshold is None or last is None or now - last <= threshold:
+        if self._checkpoint_time is None:  # the first checkpoint
+            self.watch = watch_for(self._status_file, self._hang_after)
+        watch, last, self._checkpoint_time = self.watch, self._checkpoint_time, now
+        threshold = watch.threshold_s if watch else None
+        if watch is None or threshold is None or last is None or now - last <= threshold:
             return
         index, gap = longest_gap(times)
         if gap > threshold:
             step = steps - (len(times) - 1 - index)
-            self.found.append({"step": step - 1, "seconds": round(gap, 1), "dumps": self.watch.dumps()})
+            self.found.append({"step": step - 1, "seconds": round(gap, 1), "dumps": watch.dumps()})
 
     def arm(self, step_s: float | None, interval_s: float) -> None:
         if self.watch:

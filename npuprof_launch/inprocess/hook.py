@@ -19,6 +19,11 @@ import time
 from npuprof_launch.common import names, processlog
 from npuprof_launch.inprocess import importwatch
 
+#: typing.TYPE_CHECKING without importing typing at every process's start (2.6 ms); mypy takes it as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+
 _installed = False
 #: When the hook was armed in this process: on-demand requests older than this are not for it.
 armed_ns = 0
@@ -48,7 +53,7 @@ def install() -> None:
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _on_torch_imported(torch_module: object) -> None:
+def _on_torch_imported(torch_module: ModuleType) -> None:
     """torch is fully imported: arm the optimizer clock, unless declared functions are the step source."""
     from npuprof_launch.inprocess import coexist, declared, optimizerclock
 

@@ -10,8 +10,16 @@ offset once, at the first step (inprocess/resumed.py); nothing here runs per ste
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npuprof_launch.common import numbering, outcomes
 from npuprof_launch.common.schedule import placed
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from npuprof_launch.common.options import Config
+    from npuprof_launch.common.schedule import Schedule, Window
 
 
 class JobNumbering:
@@ -22,6 +30,14 @@ class JobNumbering:
     step_offset = 0
     #: Where the offset came from: a key of numbering.SOURCES.
     numbered_by = numbering.FRESH
+
+    # Session's, which this part reads and sets.
+    config: Config
+    schedule: Schedule
+    steps: int
+    _windows: list[Window]
+    _next: int
+    note_outcome: Callable[..., None]
 
     def number_from(self, offset: int, source: str) -> None:
         """The job numbers this process's step N as ``N + offset`` (numbering.SOURCES says how it

@@ -24,9 +24,12 @@ def rss_bytes() -> int:
         return 0
 
 
-def past_limit(window_rss: int, limit_mb: int) -> int | None:
+def past_limit(window_rss: int, limit_mb: int | None) -> int | None:
     """The MB this process grew by since it had ``window_rss`` bytes (at the window's start), when
-    that is more than ``limit_mb`` and the window must stop now; None while it is within the limit."""
+    that is more than ``limit_mb`` and the window must stop now; None while it is within the limit,
+    and without one (``--max-window-mb`` unset)."""
+    if limit_mb is None:
+        return None
     grown = rss_bytes() - window_rss
     if grown > limit_mb * MB:
         return round(grown / MB)

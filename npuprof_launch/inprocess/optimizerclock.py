@@ -47,7 +47,7 @@ from npuprof_launch.inprocess.iterations import Iterations
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from types import ModuleType
+    from types import FrameType, ModuleType, SimpleNamespace
 
     from npuprof_launch.inprocess.safepoints import SafePoints
     from npuprof_launch.inprocess.stepclock import ClockSession
@@ -87,7 +87,9 @@ class OptimizerClock:
         #: Exact mode, read by the step wrapper on every step: it keeps the depth and calls the slow path.
         self._exact = True
         #: Once dynamo is imported: its ``is_compiling`` and the eval-frame ``callback`` (stepwrapper.py).
-        self._dynamo = None
+        self._dynamo: SimpleNamespace | None = None
+        #: Once dynamo is imported: what keeps a wrapper's frame out of its graphs (None without one).
+        self._skip: Callable[[Callable], object] | None = None
         #: Lean mode: id() of the one optimizer whose every step is one iteration; None in the other modes.
         self._sole: int | None = None
         #: The optimizer that may turn the clock lean once its step has returned through the wrapper.
@@ -161,6 +163,7 @@ class OptimizerClock:
     def enter(self) -> None:
         self._local.depth += 1
         if self._mode == LEAN:  # a scaler or a wrapper: inner steps need the depth
+            assert self._session is not None  # lean mode begins after a counted step
             self._iterations.count = self._session.steps  # while lean only the session counted
             self._set_mode(EXACT)
         self._exact_only = True
@@ -239,6 +242,7 @@ class OptimizerClock:
         ``super().step()``), counted instead by the outer step through the post hook now back;
         or the step of an optimizer that holds the sole one, whose inner step was just counted.
         """
+        assert self._session is not None and self._sole is not None  # lean mode has both (_after_step)
         self._iterations.count = self._session.steps
         if id(obj) == self._sole:
             return True
@@ -258,7 +262,7 @@ class OptimizerClock:
         wrappers' frames on this thread's stack (its own and an outer one)."""
         codes = {getattr(step, "__code__", None) for step in self._step_wrappers}
         found = 0
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             if frame.f_code in codes:
                 found += 1
@@ -286,7 +290,7 @@ class OptimizerClock:
         torch = self._torch
         held = [optimizer]
         found = optimizer
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         while frame is not None:
             if frame.f_code.co_name == "step":
                 owner = frame.f_locals.get("self")
@@ -303,7 +307,8 @@ class OptimizerClock:
             if getattr(function, "__code__", None) is code:
                 if klass not in self._wrapped_classes:
                     self._wrapped_classes.add(klass)
-                    klass.step = _counting(self, function, lambda args: args[0])
+                    # mypy sees a bare type; this class has a step (vars(klass) above)
+                    klass.step = _counting(self, function, lambda args: args[0])  # type: ignore[attr-defined]
                 self._exact_only = True  # the step running now counts as the wrapper's, here
                 return True
         return False
@@ -426,7 +431,7 @@ def _counting(clock: OptimizerClock, step, key_of):
             if clock._leave_now() == 0:
                 clock._outer_now(key_of(args), inside_range=False)
 
-    counted._npuprof_counted = True
+    counted._npuprof_counted = True  # type: ignore[attr-defined]  # a mark on the function, read with getattr
     clock._counted.append(counted)
     skip = getattr(clock, "_skip", None)
     if skip is not None:
@@ -455,11 +460,12 @@ def _watch_grad_scalers(clock: OptimizerClock) -> None:
             for klass in type(self).__mro__:
                 step = vars(klass).get("step")
                 if step is not None and not getattr(step, "_npuprof_counted", False):
-                    klass.step = _counting(clock, step, lambda args: args[1] if len(args) > 1 else args[0])
+                    # mypy sees a bare type; this class has a step (vars(klass) above)
+                    klass.step = _counting(clock, step, lambda args: args[1] if len(args) > 1 else args[0])  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - a scaler must work whatever happens to us
             clock._say(f"GradScaler steps are not counted: {exc!r}")
 
-    __init__._npuprof_counted = True
+    __init__._npuprof_counted = True  # type: ignore[attr-defined]  # a mark on the function, read with getattr
     base.__init__ = __init__
 
 
@@ -471,7 +477,7 @@ def _grad_scaler_base(torch_module):
             continue
         base = getattr(module, "GradScaler", None)
         if isinstance(base, type):
-            while base.__base__ is not object and base.__base__.__name__ == "GradScaler":
-                base = base.__base__
+            while (parent := base.__base__) is not None and parent is not object and parent.__name__ == "GradScaler":
+                base = parent
             return base
     return None

@@ -23,8 +23,12 @@ import os
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from npuprof_launch.common import names, record
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: The type of the object torch's Python tracer passes to ``PyEval_SetProfile`` (with_stack).
 TORCH_PYTHON_TRACER = "TraceContext"
@@ -207,7 +211,7 @@ def silence_inherited_profiler() -> None:
         sys.setprofile(None)
 
 
-_REAL = {}
+_REAL: dict[str, Callable | None] = {}
 
 
 def _wrap_os_exits() -> None:
@@ -238,8 +242,8 @@ def _ending_first(real, name: str):
     wrapper.__name__ = real.__name__
     wrapper.__qualname__ = getattr(real, "__qualname__", real.__name__)
     wrapper.__doc__ = real.__doc__
-    wrapper.__wrapped__ = real
-    wrapper._npuprof = True
+    wrapper.__wrapped__ = real  # type: ignore[attr-defined]  # functions take it, as functools.wraps sets it
+    wrapper._npuprof = True  # type: ignore[attr-defined]  # a mark on the function, read with getattr
     return wrapper
 
 

@@ -62,7 +62,7 @@ def watch_loads(torch_module, say) -> None:
             say(f"the step count of a loaded optimizer state could not be read: {exc!r}")
         return load(self, state_dict, *args, **kwargs)
 
-    load_state_dict._npuprof_counted = True
+    load_state_dict._npuprof_counted = True  # type: ignore[attr-defined]  # a mark on the function, read with getattr
     base.load_state_dict = load_state_dict
 
 

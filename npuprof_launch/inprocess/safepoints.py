@@ -32,6 +32,13 @@ record a window only).
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import torch  # at run time _compile_for_torchscript sets it, for the function TorchScript compiles
+    from torch.utils.hooks import RemovableHandle
 
 
 class _Depth(threading.local):
@@ -48,11 +55,12 @@ class SafePoints:
         self._say = say
         self._local = _Depth()
         #: What waits for the next safe point (a plain attribute: the step wrapper reads it every step).
-        self.action = None
+        self.action: Callable[[], object] | None = None
         self._busy = False
         self._watching = False
-        self._saved = None
-        self._forward_handle = None
+        #: record_function's own __enter__ and __exit__, while ours are in their place.
+        self._saved: tuple[Callable, Callable] | None = None
+        self._forward_handle: RemovableHandle | None = None
         #: The job's thread: the first on which an action ran. Actions run on no other.
         self.thread: threading.Thread | None = None
         self._graph_task_id = getattr(getattr(torch_module, "_C", None), "_current_graph_task_id", None)
@@ -141,6 +149,7 @@ class SafePoints:
 
     def _run_pending(self) -> None:
         action, self.action = self.action, None
+        assert action is not None  # every caller checks that one waits
         self._unwatch_forward()
         if self.thread is None:
             self.thread = threading.current_thread()
@@ -178,6 +187,7 @@ class SafePoints:
             record_function.__enter__ = self._entering(self._saved[0])
             record_function.__exit__ = self._exiting(self._saved[1])
         else:
+            assert self._saved is not None  # saved when watching began
             record_function.__enter__, record_function.__exit__ = self._saved
             self._saved = None
         self._watching = on
@@ -263,8 +273,8 @@ def _compile_for_torchscript(torch_module) -> None:
         pass
 
 
-def _uses_record_function(x: torch.Tensor) -> torch.Tensor:  # noqa: F821 - set by the caller
-    with torch.autograd.profiler.record_function("npuprof"):  # noqa: F821
+def _uses_record_function(x: torch.Tensor) -> torch.Tensor:
+    with torch.autograd.profiler.record_function("npuprof"):
         return x
 
 

@@ -39,6 +39,7 @@ import os
 import threading
 import time
 
+import npuprof_launch.inprocess.backends as backends
 from npuprof_launch.common import names, numbering, options, outcomes, record
 from npuprof_launch.common.record import State
 from npuprof_launch.common.schedule import Schedule, Window
@@ -110,9 +111,9 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self._first_time: float | None = None
         #: The optimizer clock calls ``step_ended`` only when the count reaches this; below it a
         #: boundary changes nothing but the count and the times, which the clock keeps itself.
-        self.call_at = 0
-        self._checkpoint_at = 1
-        self._poll_at = 1
+        self.call_at: float = 0
+        self._checkpoint_at: float = 1
+        self._poll_at: float = 1
         #: The process's hang watch, armed at checkpoints, and the pauses it saw (hangwatch.py).
         self.hang = hangwatch.Pauses(self._status_path, config.hang_after)
         self.cpu_wait = cpuwait.CpuWait()
@@ -129,7 +130,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self._thread = None
         #: backends.select's choice, made at the first window (a test may hand one in).
         self.backend = backend
-        self.profiler = None
+        self.profiler: backends.Profiler | None = None
         self.results: list[dict] = []
         self.traces: list[str] = []
         self.windows_completed = 0
@@ -175,7 +176,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         if steps <= 0:
             return
         self.steps = steps
-        while self._upcoming() is not None and self._upcoming().first <= steps:
+        while (upcoming := self._upcoming()) is not None and upcoming.first <= steps:
             self._next += 1
         self.windows_before_exec = self._next
         self.warnings.append(f"this process re-executed itself after step {steps}: counting went on from there")
@@ -205,7 +206,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             self._checkpoint(now)
             self.step_times_file.checkpoints.note(self.steps + 1, time.perf_counter() - now)
         if self._window_rss is not None and self.window is not None:
-            self._guard_memory()
+            self._guard_memory(self._window_rss)
         optimizer_clock = self.clock_name == "optimizer.step"
         if self._due():
             if self.window is None and coexist.job_profiler_active():
@@ -214,7 +215,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
                 self._points.run(self._act, inside_range=inside_range)
             elif self._points.allowed_now():
                 self._act(may_start=False)
-        elif optimizer_clock and self._upcoming() is not None and self.steps + 2 >= self._upcoming().first:
+        elif optimizer_clock and (upcoming := self._upcoming()) is not None and self.steps + 2 >= upcoming.first:
             if not coexist.job_profiler_active():
                 self._points.watch(True)  # the window starts after the next step: know the job's ranges in it
         self._plan_next_call()
@@ -237,7 +238,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             return
         upcoming = self._upcoming()
         if self.window is not None or self._points.pending() or self._closed_idle_at is not None:
-            due = self.steps + 1
+            due: float = self.steps + 1
         elif upcoming is not None:
             due = max(upcoming.first - 2, 1)  # one boundary early: to watch the job's ranges (safepoints.py)
         else:
@@ -299,8 +300,6 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
     # -- a window's profiler ----------------------------------------------------------------
 
     def _open_window(self, window: Window) -> bool:
-        from npuprof_launch.inprocess import backends
-
         first, off = self.steps + 1, self.step_offset
         if first > window.first:
             moved = window.moved_to(first)
@@ -359,14 +358,14 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             return False
         self._lifecycle.window_opened()
         self._open_label()
-        self._time_window()
+        self._time_window(self._thread)
         self.write_safely()
         return True
 
-    def _guard_memory(self) -> None:
+    def _guard_memory(self, window_rss: int) -> None:
         """--max-window-mb: the profiler keeps a window's events in memory until it ends; stop the
         window (its trace saved, marked partial) before that memory grows past the limit (memoryguard.py)."""
-        grown = memoryguard.past_limit(self._window_rss, self.config.max_window_mb)
+        grown = memoryguard.past_limit(window_rss, self.config.max_window_mb)
         if grown is not None and self._thread is threading.current_thread():
             with self._points.quiet():
                 self._close_window(complete=False, cause="size_cap", limit_mb=self.config.max_window_mb, grown_mb=grown)
@@ -374,6 +373,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
     def _profiler_step(self) -> None:
         self._close_label()
         self._stepped += 1
+        assert self.profiler is not None  # a window is open (_act steps only then)
         if not self._guard("step", self.profiler.step):
             return
         if self.window is not None and self.steps + 1 <= self.window.last:
@@ -565,7 +565,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         step_s = steptiming.recent_step_s(self.times)
         if self.steps >= self._poll_at:
             if self._watcher is not None:
-                self._take_request()
+                self._take_request(self._watcher)
                 self._poll_at = self.steps + steptiming.steps_in(self._watcher.interval_s, step_s)
             else:
                 self._poll_at = float("inf")
@@ -580,16 +580,16 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             self._checkpoint_at = self.steps + min(self.steps, steptiming.steps_in(CHECKPOINT_S, step_s))
             self.hang.arm(step_s, (self._checkpoint_at - self.steps) * (step_s or CHECKPOINT_S))
 
-    def _take_request(self) -> None:
+    def _take_request(self, watcher: requesttaking.Requests) -> None:
         """On-demand: a new request for this process opens a window at the next step, among the
         windows still to come in step order (a scheduled one may come after it)."""
         noted = len(self.warnings)
-        window = self._watcher.take(self.steps + 1)
+        window = watcher.take(self.steps + 1)
         if window is None:
             if len(self.warnings) != noted:  # a refused request: say so where --trigger and --check look
                 self.write_safely()
             return
-        self.requests.append(self._watcher.ids[-1])
+        self.requests.append(watcher.ids[-1])
         at = next((i for i in range(self._next, len(self._windows)) if self._windows[i].first > window.first), None)
         self._windows.insert(len(self._windows) if at is None else at, window)
         if self.state == State.DONE:

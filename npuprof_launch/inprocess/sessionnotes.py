@@ -17,6 +17,10 @@ from npuprof_launch.inprocess import sessionrecord
 class SessionNotes:
     """The notes of a session; Session inherits them, so its record and callers read them as before."""
 
+    # Session's, which this part reads.
+    _pid: int
+    _status_path: str
+
     def __init__(self, say) -> None:
         self._say = say
         self.warnings: list[str] = []

@@ -39,7 +39,13 @@ range of torch's, teach the session (``step_ended``) that name as it knows ``opt
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from npuprof_launch.common.options import Config
 
 
 class ClockSession(Protocol):
@@ -57,6 +63,8 @@ class ClockSession(Protocol):
     call_at: float
     #: A call clock's one warning that its calls run off the main thread, said once a session.
     warned_thread: bool
+    #: The run's options (a call clock reads ``range``: range mode's one-call windows start on any thread).
+    config: Config
 
     @property
     def off(self) -> bool:
@@ -91,3 +99,28 @@ class StepClock(Protocol):
 
     def after_fork(self) -> None:
         """In a forked child: start counting from nothing, with no session."""
+
+
+class DeclaredClock(StepClock, Protocol):
+    """What a declared function (declared.Declared) and hook.py rely on from the clock its calls go to
+    (callclock.CallClock): declared.py wraps the function and drives a call already in flight, without
+    importing the clock's module, which imports it."""
+
+    #: Set when no call is to be counted: every call then runs untouched (hook.py sets it for bad options).
+    passive: bool
+
+    @property
+    def in_call(self) -> bool:
+        """Whether a call of the function is under way on the owner thread (through the wrapper)."""
+
+    def call(self, wrapped: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
+        """The wrapper's: the call itself, counted as a step where it is one."""
+
+    def claims_this_thread(self) -> bool:
+        """Whether this thread's calls are the steps (those of the first thread to call the function)."""
+
+    def enter(self) -> None:
+        """A call begins on the owner thread."""
+
+    def exit(self) -> None:
+        """A call on the owner thread returns (or raises)."""

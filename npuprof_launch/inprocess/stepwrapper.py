@@ -77,7 +77,7 @@ def watch_step_returns(clock) -> bool:
             skip(step)
         return step
 
-    profile_hook_step._npuprof = True
+    profile_hook_step._npuprof = True  # type: ignore[attr-defined]  # a mark on the function, read with getattr
     optimizer_class.profile_hook_step = staticmethod(profile_hook_step)
     return True
 

@@ -38,8 +38,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from npuprof_launch.common import outcomes
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from npuprof_launch.common.options import Config
+    from npuprof_launch.common.schedule import Window
+    from npuprof_launch.inprocess.safepoints import SafePoints
 
 #: Seconds between two asks while the main thread cannot take the close (inside backward, ...).
 RETRY_S = 1.0
@@ -71,7 +79,8 @@ class WindowTimeout:
         self._stop: threading.Event | None = None
         self._asked = False
         self._broken = False
-        self._callback = None
+        #: The C callback of the pending call and the function it runs (``_pending_call``), made once.
+        self._callback: tuple | None = None
         self._pid = os.getpid()
 
     def start(self, owner: threading.Thread) -> str | None:
@@ -114,6 +123,7 @@ class WindowTimeout:
     def _watch(self, stop: threading.Event) -> None:
         seconds = self.seconds
         try:
+            assert seconds and _ADD is not None and self._callback is not None  # start() made them before this thread
             while not stop.is_set():
                 left = self._last_step() + seconds - time.perf_counter()
                 if left > 0:
@@ -132,7 +142,7 @@ class WindowTimeout:
     def _on_main_thread(self) -> None:
         """The pending call: close the window if it is still idle and torch can take it now."""
         self._asked = False
-        if self._stop is None or self._stop.is_set() or os.getpid() != self._pid:
+        if self.seconds is None or self._stop is None or self._stop.is_set() or os.getpid() != self._pid:
             return
         try:
             idle_s = time.perf_counter() - self._last_step()
@@ -165,13 +175,14 @@ def ours_under_way(frame) -> bool:
 
 def _job_frame():
     """The frame the pending call came into: the first one out from here that is not this module's."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back
     return frame
 
 
-_ADD = None
+#: ``Py_AddPendingCall``, looked up with its argument types once (``_pending_call``).
+_ADD: Callable[..., int] | None = None
 
 
 def _pending_call(run: Callable[[], None]) -> tuple:
@@ -212,6 +223,20 @@ class IdleWindows:
     as sessionnotes.SessionNotes is. It tells how long the process has not stepped (for the
     record of a window the process's end cuts short) and saves the window when the timer asks."""
 
+    # Session's, which this part reads and calls.
+    config: Config
+    steps: int
+    step_offset: int
+    times: list[float]
+    window: Window | None
+    _points: SafePoints
+    _thread: threading.Thread | None
+    _close_window: Callable[..., None]
+    _after_act: Callable[[], None]
+    note_warning: Callable[[str], None]
+    note_outcome: Callable[..., None]
+    write_safely: Callable[[], None]
+
     def __init__(self, seconds: float | None, say: Callable[[str], None]) -> None:
         self._timeout = WindowTimeout(
             seconds, last_step=self._last_step, may_close=self._may_close_idle, close=self.close_idle, say=say
@@ -221,10 +246,10 @@ class IdleWindows:
         #: The step at which --window-timeout closed a window, until the next step is told.
         self._closed_idle_at: int | None = None
 
-    def _time_window(self) -> None:
-        """A window opened (on ``_thread``): from now on, no step for the timeout closes it."""
+    def _time_window(self, thread: threading.Thread) -> None:
+        """A window opened on ``thread``: from now on, no step for the timeout closes it."""
         self._window_began = time.perf_counter()
-        untimed = self._timeout.start(self._thread)
+        untimed = self._timeout.start(thread)
         if untimed:
             self.note_warning(untimed)
 

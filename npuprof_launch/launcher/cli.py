@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the step the trigger picks from the job's records, the same for every process)",
     )
     modes.add_argument("-V", "--version", action="version", version=f"npuprof-launch {npuprof_launch.__version__}")
-    groups = {}
+    groups: dict[str, argparse._ArgumentGroup] = {}
     for option in options.OPTIONS:
         group = groups.get(option.group)
         if group is None:

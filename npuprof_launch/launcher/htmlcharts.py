@@ -166,10 +166,10 @@ def _lines_svg(grid: Grid, job: dict) -> str:
             f'stroke-linejoin="round" data-row="{esc(grid.labels[index])}"><title>{esc(label)}</title></polyline>'
         )
         if grid.slow[index]:
-            last = max((j for j, v in enumerate(values) if 0 < v < math.inf), default=None)
-            if last is not None:
+            last_point = max((j for j, v in enumerate(values) if 0 < v < math.inf), default=None)
+            if last_point is not None:
                 svg.append(
-                    f'<text x="{x(_column_step(grid, last)) + 8:.1f}" y="{y(values[last] * 1e3) + 4:.1f}" '
+                    f'<text x="{x(_column_step(grid, last_point)) + 8:.1f}" y="{y(values[last_point] * 1e3) + 4:.1f}" '
                     f'class="mark" fill="{SLOW_COLOUR}">{esc(grid.labels[index])} (slow)</text>'
                 )
         if len(values) <= 60:

@@ -85,11 +85,12 @@ def read(processes: list[dict], out: str) -> Grid:
         members = processes[start : start + grid.merged]
         values: list = []
         for offset in range(len(members)):
-            if not lengths[start + offset]:
+            path = paths[start + offset]
+            if path is None or not lengths[start + offset]:
                 continue
-            durations = steptimes.read(paths[start + offset])
+            durations = steptimes.read(path)
             if grid.heat:
-                row = bucket_max_keys(_little_endian(durations), grid.k)
+                row: list[int] | list[float] = bucket_max_keys(_little_endian(durations), grid.k)
             else:
                 row = _bucket_max(durations, grid.k)
             values = row if not values else _elementwise_max(values, row)
@@ -104,8 +105,8 @@ def read(processes: list[dict], out: str) -> Grid:
         grid.windows.append(sorted({w for p in members for w in process_windows(p, by_process=True)}))
     if hi:
         if grid.heat:
-            grid.lo_key, grid.hi_key = lo, hi
-            grid.lo, grid.hi = key_value(lo), key_value(hi)
+            grid.lo_key, grid.hi_key = int(lo), int(hi)  # a heat map's values are keys (whole numbers)
+            grid.lo, grid.hi = key_value(grid.lo_key), key_value(grid.hi_key)
         else:
             grid.lo, grid.hi = lo, hi
     return grid

@@ -68,7 +68,7 @@ def header(report: dict, job: dict) -> str:
         when.append(f"run {esc(run['run_id'])}")
     if when:
         facts.append(("run", ", ".join(when)))
-    others = runs.others_text(report.get("runs") or [], report.get("run_id"), report.get("output_dir"))
+    others = runs.others_text(report.get("runs") or [], report.get("run_id"), report.get("output_dir") or ".")
     if others:
         facts.append(("other runs", esc(others)))
     rows = "".join(f"<tr><th>{name}</th><td>{value}</td></tr>" for name, value in facts)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from npuprof_launch.common import findings, names, options, stages, stepstats, steptimes
 from npuprof_launch.launcher import lockstep
@@ -40,7 +40,7 @@ def compact_ranks(ranks) -> str:
     ordered = sorted(set(ranks))
     parts, start, previous = [], None, None
     for rank in ordered:
-        if start is None:
+        if previous is None:
             start = previous = rank
         elif rank == previous + 1:
             previous = rank
@@ -115,7 +115,7 @@ def summarize(
     ranks = {p["rank"] for p in processes if p.get("rank") is not None}
     timed = [p for p in processes if p.get("step_stats")]
     medians = sorted(p["step_stats"]["median_s"] for p in timed)
-    job = {
+    job: dict[str, Any] = {
         "processes": len(processes),
         "ranks": len(ranks),
         "hosts": len({p.get("host") for p in processes}),
@@ -200,11 +200,10 @@ def _shared_steps(rows: list[tuple[dict, Steps]]) -> list[int]:
     return [step for step in range(first, last + 1) if not any(step in tool for tool in tools)]
 
 
-def _slow_by_step_times(group: list[dict], series: dict) -> tuple[list[dict], str | None]:
+def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> tuple[list[dict], str | None]:
     """Ranks not in lockstep: the rank whose steps are slower than the others' step by step, at
     findings.LEVEL (findings.slow_rank); then the next among the rest. The reason when none is."""
-    rows = [(p, series.get(id(p))) for p in group]
-    rows = [(p, steps) for p, steps in rows if steps is not None and len(steps.durations)]
+    rows = [(p, steps) for p in group if (steps := series.get(id(p))) is not None and len(steps.durations)]
     if len(rows) < 2:
         return [], "no per-step times to compare" if len(group) >= 2 else None
     shared = _shared_steps(rows)
@@ -341,7 +340,7 @@ def _spike_group(stage: dict, step: int, items: list[dict]) -> dict:
 
 
 def _tool_steps(
-    timed: list[dict], series: dict, step_time: dict | None, undecidable: list[dict], theirs: list[tuple] = ()
+    timed: list[dict], series: dict, step_time: dict | None, undecidable: list[dict], theirs: Sequence[tuple] = ()
 ) -> dict | None:
     """The steps the tool's own work touched, apart, with their cost: the windows with the steps that
     start and stop them (the profiler's own cost), and the steps beside a window's aftercare; in the
@@ -372,7 +371,7 @@ def _tool_steps(
     lines = []
     median = (step_time or {}).get("median")
     if recorded:
-        took = f" took {_ms_range(low, high)}" if low is not None else ""
+        took = f" took {_ms_range(low, high)}" if low is not None and high is not None else ""
         against = f" against a {median * 1e3:.2f} ms median" if median and low is not None else ""
         lines.append(
             f"steps {_spans_text(recorded)} (the windows and the steps that start and stop them){took}{against}: "

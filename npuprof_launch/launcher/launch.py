@@ -64,7 +64,7 @@ def export_lines(config: options.Config, environ) -> str:
     for option in options.OPTIONS:
         value = config.get(option.name)
         if option.name == "output-dir":
-            value = os.path.abspath(value)
+            value = os.path.abspath(config.output_dir)
         elif (value == option.default or value is None) and not environ.get(option.env):
             continue
         lines.append(f"export {option.env}={shlex.quote(option.format(value))}")
@@ -182,7 +182,7 @@ def read_runs(output_dir: str) -> dict[str, dict]:
     import json
 
     folder = os.path.join(names.status_dir(output_dir), RUNS_DIR)
-    runs = {}
+    runs: dict[str, dict] = {}
     try:
         entries = sorted(os.listdir(folder))
     except OSError:

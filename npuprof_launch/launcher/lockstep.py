@@ -64,7 +64,8 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
     measured = _measured(group)
     if len(measured) < 2:
         return [], None
-    found, why = [], {}
+    found: list[tuple[dict, dict]] = []
+    why: dict[int, str] = {}
     for process in measured:
         others, typical, low, high, share = _against(process, measured)
         recorded = recorded_steps(process)
@@ -73,6 +74,7 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
         if share < COLLECTIVE_SHARE:
             continue
         span = _span_ms(low, high)
+        reason: str | None
         if recorded < COLLECTIVE_MIN_STEPS:
             held = f"{recorded} recorded step" + ("" if recorded == 1 else "s")
             reason = f"its window held {held}, fewer than {COLLECTIVE_MIN_STEPS}"

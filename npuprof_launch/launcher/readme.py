@@ -44,7 +44,9 @@ def options_table() -> str:
 
 def usage_lines() -> str:
     """``--help``'s usage lines as a code block (indented, blank lines around it)."""
-    lines = [line.strip() for line in cli.build_parser().usage.splitlines()]
+    usage = cli.build_parser().usage
+    assert usage is not None  # build_parser writes its own
+    lines = [line.strip() for line in usage.splitlines()]
     return "\n" + "\n".join(f"    {line}" for line in lines) + "\n"
 
 

@@ -15,6 +15,7 @@ the job ended normally and really ran short of steps.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from npuprof_launch.common import deliverables, names, options, outcomes, processlog
 from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
@@ -205,7 +206,7 @@ def _steps_text(pairs) -> str:
 
 def _process(record: dict, output_dir: str, run: dict | None, problems: list, findings: list, deep: bool) -> dict:
     """One report row, its deliverables checked; its problems added, each with its true reason."""
-    process = {
+    process: dict[str, Any] = {
         key: record.get(key)
         for key in (
             "host",
@@ -382,7 +383,7 @@ def _why_nothing(run: dict | None, log: list[dict], idle: list[dict]) -> str:
     """No process made a record: the first link of the chain that broke."""
     ended = _how_the_job_ended(run)
     if run and run.get("start_error"):
-        return ended
+        return ended or "the command could not start"
     loaded = [line for line in log if line.get("event") == processlog.LOADED]
     missing = [line for line in log if line.get("event") == processlog.NO_PACKAGE]
     prefix = f"{ended}; " if ended else ""
@@ -518,7 +519,7 @@ def _left_out(excluded: list[dict]) -> dict | None:
 def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]:
     if not excluded or processes:
         return []
-    ranks = sorted({r.get("rank") for r in excluded if r.get("rank") is not None})
+    ranks = sorted({r["rank"] for r in excluded if r.get("rank") is not None})
     wanted = options.BY_NAME["ranks"].format((excluded[0].get("options") or {}).get("ranks") or ())
     return [f"--ranks {wanted} matched no process; the ranks that stepped were {ranks or 'none known'}"]
 
@@ -581,7 +582,7 @@ def _grouped(problems: list[tuple[int | None, str]]) -> list[str]:
     import re
 
     label = re.compile(r"^rank (\d+)( stage \S+)? \(pid \d+ on [^)]*\): ")
-    groups: dict[str, list[tuple[int, str]]] = {}
+    groups: dict[str, list[tuple[int | None, str]]] = {}
     for rank, text in problems:
         match = label.match(text) if rank is not None else None
         key = f"{match.group(2) or ''}\0{text[match.end() :]}" if match else text

@@ -123,7 +123,7 @@ def described(item: dict) -> str:
     return ", ".join(parts)
 
 
-def others_text(runs: list[dict], reported: str, output_dir: str) -> str | None:
+def others_text(runs: list[dict], reported: str | None, output_dir: str) -> str | None:
     """The line that says which other runs share the directory, and how to report one."""
     others = [item for item in runs if not item.get("reported") and item["run_id"] != reported]
     if not others:

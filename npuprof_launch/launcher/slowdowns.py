@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 
 MAX_BLOCKS = 400
 MIN_SIDE = 10
@@ -33,7 +34,7 @@ P_LEVEL = 1e-4
 GROUP_STEPS = 5
 
 
-def find(durations: list[float], tool_steps=None, warmup: int = 3) -> dict | None:
+def find(durations: Sequence[float], tool_steps=None, warmup: int = 3) -> dict | None:
     """The slowdown in one process's step durations (of steps 2, 3, ...), or None.
 
     ``tool_steps``: a container of the steps the tool's own work touched (stepstats.ToolSteps).
@@ -165,14 +166,15 @@ def of_processes(processes: list[dict], output_dir: str) -> tuple[list[dict], li
                     after, before = waits[found["step"] - 2 :], waits[: found["step"] - 2]
                     item["cpu_wait_s"] = sum(after) / max(len(after), 1) - sum(before) / max(len(before), 1)
             by_stage.setdefault(stage, []).append(item)
-    result, waited = [], []
-    for stage, found in by_stage.items():
-        for item in group(found, timed[stage]):
+    result: list[dict] = []
+    waited: list[dict] = []
+    for stage, items in by_stage.items():
+        for item in group(items, timed[stage]):
             (waited if "cpu_wait_s" in item else result).append({**({"stage": stage} if stage else {}), **item})
     return result, waited
 
 
-def cpu_waits(durations: list[float], cpu_wait: dict | None) -> list[float] | None:
+def cpu_waits(durations: Sequence[float], cpu_wait: dict | None) -> list[float] | None:
     """What each step of ``durations`` waited for a CPU: each kept block's wait spread evenly over
     its steps (a block not kept waited less than its record's ``at_most_s``: counted as none); None
     without readings."""

@@ -69,17 +69,17 @@ def viewed_bytes(session: str) -> int:
         return 0
 
 
-def summarize_where_it_is(output_dir: str, rel: str, staged: list[str] | None, path: str):
+def summarize_where_it_is(output_dir: str, rel: str, staged: list[str] | None, path: str | None):
     """A trace read while its aftercare runs (a live --check, an aftercare outliving its job) may be
     compressed or moved under the reader: read it again where it went. Returns (path, summary),
     the summary None when the trace is nowhere."""
     for _ in range(3):
+        if path is None:
+            break
         parsed = deliverables.summarize_torch_trace(path)
         if not parsed.problems or os.path.exists(path):
             return path, parsed
         path, _note = locate(output_dir, rel, staged)
-        if path is None:
-            break
     return path, None
 
 

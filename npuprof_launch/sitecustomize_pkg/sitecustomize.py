@@ -9,7 +9,7 @@ if os.environ.get("NPU_PROF_ENABLE") == "1":
     try:
         from npuprof_launch.inprocess import hook as _npuprof_hook
     except ImportError:
-        _npuprof_hook = None
+        _npuprof_hook = None  # type: ignore[assignment]  # the optional-import idiom: None stands for absent
         # This interpreter has no npuprof_launch (another venv, another Python): say so where the
         # launcher's report looks (processlog.NO_PACKAGE), so that it does not blame the job.
         try:

@@ -21,6 +21,7 @@ import inspect
 import os
 import re
 import sys
+from collections.abc import Callable
 from typing import NamedTuple
 
 from npuprof_launch.common import files, names
@@ -110,7 +111,7 @@ def has_feature(feature: Feature, version: str) -> bool:
     parsed = parse_version(version)
     if parsed is None:
         return True
-    firsts = [parse_version(first) for first in feature.since]
+    firsts = [known for known in (parse_version(first) for first in feature.since) if known is not None]
     for first in firsts:
         if first[:3] == parsed[:3]:
             return parsed >= first
@@ -370,7 +371,8 @@ class NpuBackend:
     def __init__(self, note_warning, note_profiler=None) -> None:
         self.note_warning = note_warning
         self.note_profiler = note_profiler or (lambda kind, text: note_warning(f"torch_npu logged: {text}"))
-        self._handler = None
+        #: torch_npu's trace handler, made by ``build`` (export follows build).
+        self._handler: Callable[..., object] | None = None
         self._reported: set[str] = set()
         #: The ``ProfilerStep#`` number of the last built window's first step (backends.Backend).
         self.steps_from = 0
@@ -442,6 +444,8 @@ class NpuBackend:
     def export(self, prof, output_dir: str, worker: str) -> list[str]:
         """Hand the window to torch_npu's handler (which parses it, unless --no-analyse) and report
         the session directory that torch_npu created for it when the window started."""
+        if self._handler is None:
+            raise RuntimeError("no torch_npu trace handler: the window was never built")
         self._handler(prof)
         new = sorted(_session_dirs(output_dir, worker) - self._reported)
         self._reported.update(new)
@@ -512,7 +516,7 @@ def _noting(original, kind: str, note):
 
     print_msg.__name__ = original.__name__
     print_msg.__doc__ = original.__doc__
-    print_msg._npuprof = True
+    print_msg._npuprof = True  # type: ignore[attr-defined]  # the mark watch_messages looks for
     return print_msg
 
 

@@ -98,7 +98,7 @@ def quiet_profile_class(profiler_module, note):
     """``torch.profiler.profile`` that keeps its own lines out of the job's stderr: its cycle
     warning, and what Kineto prints while ours starts, steps and stops (``kineto_lines``)."""
 
-    class QuietProfile(profiler_module.profile):
+    class QuietProfile(profiler_module.profile):  # type: ignore[name-defined]  # a base looked up at run time
         def _note(self, kind: str, line: str) -> None:
             cuda = getattr(profiler_module.ProfilerActivity, "CUDA", None)
             if NO_GPU_LINES.search(line) and cuda not in getattr(self, "activities", ()):
