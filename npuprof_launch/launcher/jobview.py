@@ -225,8 +225,10 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
     """Spikes grouped by step across ranks (lockstep spreads one rank's spike to all), worst first;
     and apart, those beside the tool's aftercare that the step times cannot tell from its cost
     (findings.spike_beside_aftercare): a rank's spike there is named only on its own evidence;
-    and those a rank's wait for a CPU explains (findings.spike_with_cpu_wait): every rank's spike at
-    that step, as the one rank's wait can hold all the others in lockstep. Third, the spikes that
+    and those a wait for a CPU explains (_waited_for_a_cpu): the rank's own, or in lockstep the wait
+    of the rank it waited for; never one rank's stall by another's wait out of lockstep (tried: two
+    ranks training alone, rank 1 slept 0.6 s in step 7 and rank 0's small wait there made the step
+    undecidable on both). Third, the spikes that
     another rank's checkpoint at that step explains, as ``(step, step_s, checkpoint_s, rank)``: in
     lockstep the others wait for its record writing (tried: a healthy 2-rank DDP job of 5 ms steps
     beside a CPU hog, rank 1's writing took 42.5 ms of step 5, and rank 0's step 5 was named a
@@ -237,6 +239,7 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
             shifted = int(step) + (process.get("step_offset") or 0)
             writing.setdefault((tuple(_stage_of(process).items()), shifted), []).append((process, float(seconds)))
     by_step: dict[tuple, list[dict]] = {}
+    owner: dict[int, tuple[dict, float]] = {}  # id(item) -> its process and median step
     held: list[tuple] = []
     for process in timed:
         stats = process["step_stats"]
@@ -262,17 +265,19 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
                 ok, text = findings.spike_with_cpu_wait(spike["step_s"], stats["median_s"], spike)
                 item["cpu_verdict"] = (ok, text if item["rank"] is None else f"rank {item['rank']}: {text}")
             by_step.setdefault(key, []).append(item)
+            owner[id(item)] = (process, stats["median_s"])
     grouped, undecidable = [], []
     for (stage, step), items in by_step.items():
-        waited = [item for item in items if not item.get("cpu_verdict", (True, ""))[0]]
+        waited = [item for item in items if _waited_for_a_cpu(item, items, owner)]
         if waited:
-            group = _spike_group(dict(stage), step, items)
+            group = _spike_group(dict(stage), step, waited)
             group["cpu_wait"] = True
-            group["undecidable"] = max(waited, key=lambda item: item["vs_median"])["cpu_verdict"][1]
+            own = [item for item in waited if _own_wait_explains(item)]
+            group["undecidable"] = max(own, key=lambda item: item["cpu_wait_s"])["cpu_verdict"][1]
             undecidable.append(group)
-            continue
-        named = [item for item in items if item.get("verdict", (True, ""))[0]]
-        unnamed = [item for item in items if not item.get("verdict", (True, ""))[0]]
+        rest = [item for item in items if not any(item is other for other in waited)]
+        named = [item for item in rest if item.get("verdict", (True, ""))[0]]
+        unnamed = [item for item in rest if not item.get("verdict", (True, ""))[0]]
         if named:
             group = _spike_group(dict(stage), step, named)
             if all(item.get("beside_aftercare") for item in named):
@@ -290,6 +295,28 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
     grouped.sort(key=lambda item: (-item["vs_median"], item["step"]))
     undecidable.sort(key=lambda item: (-item["vs_median"], item["step"]))
     return grouped, undecidable[:SPIKES_SHOWN], held
+
+
+def _own_wait_explains(item: dict) -> bool:
+    """Whether the rank's own wait for a CPU takes its spike under the bar (findings.spike_with_cpu_wait)."""
+    return not item.get("cpu_verdict", (True, ""))[0]
+
+
+def _waited_for_a_cpu(item: dict, items: list[dict], owner: dict[int, tuple[dict, float]]) -> bool:
+    """Whether a wait for a CPU explains a rank's spike: its own; or, ranks not known to be apart
+    (lockstep.apart), the wait of another rank at that step whose own spike it explains, when it
+    takes this one's under the spike bar too: that rank was runnable and unscheduled, and this one
+    waited for it in a collective. Another rank's shorter wait never explains a longer stall."""
+    if _own_wait_explains(item):
+        return True
+    process, median = owner[id(item)]
+    bar = stepstats.spike_bar(median)
+    for other in items:
+        if other is item or not _own_wait_explains(other) or lockstep.apart(process, owner[id(other)][0]):
+            continue
+        if item["step_s"] - other["cpu_wait_s"] <= bar:
+            return True
+    return False
 
 
 def _period(spikes: list[dict]) -> dict | None:

@@ -178,6 +178,19 @@ def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
     ]
 
 
+def apart(one: dict, other: dict) -> bool:
+    """Whether two ranks' windows show them out of lockstep: each spent less than COLLECTIVE_SHARE
+    of its window in collectives (ranks that train alone, stages that rarely meet), so that neither
+    waits for the other's step. Not known apart where a window's time was not read (no window, an
+    old record): the caller then judges by the numbers alone."""
+    shares = [
+        p["collective_s"] / p["window_s"]
+        for p in (one, other)
+        if p.get("collective_s") is not None and p.get("window_s")
+    ]
+    return len(shares) == 2 and max(shares) < COLLECTIVE_SHARE
+
+
 def _measured(group: list[dict]) -> list[dict]:
     """The processes whose window's time in collectives was read from their traces."""
     return [p for p in group if p.get("collective_s") is not None and p.get("window_s")]

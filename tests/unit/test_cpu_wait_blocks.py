@@ -131,3 +131,41 @@ def test_in_lockstep_one_ranks_wait_for_a_cpu_makes_the_step_undecidable_on_ever
     assert [(s["step"], s["ranks"]) for s in job["undecidable_spikes"]] == [(20, [0, 1, 2])]
     line = job["cpu_wait_lines"][0]
     assert line.startswith("step 20 (16.") and "the median): rank 1: 300.0 ms in step 20 waiting for a CPU" in line
+
+
+def _rank(rank: int, slow: dict[int, float], wait: dict[int, float], **window) -> dict:
+    cpu = {
+        "blocks": [[step, step, seconds] for step, seconds in wait.items()],
+        "covered": [[2, 40]],
+        "at_most_s": 0.005,
+    }
+    stats = stepstats.rank_stats(durations_with(slow), stepstats.ToolSteps([], steps=40), cpu)
+    return {"rank": rank, "steps": 40, "step_stats": stats, **window}
+
+
+def test_another_ranks_short_wait_never_explains_a_stall():
+    """The suite's [alone] failure: two ranks training alone; rank 1 slept 0.6 s in step 7, rank 0
+    waited 40 ms for a CPU in its own spike there. Rank 0's spike is undecidable, rank 1's named."""
+    alone = {"collective_s": 0.0, "window_s": 0.06}
+    processes = [_rank(0, {7: 0.065}, {7: 0.040}, **alone), _rank(1, {7: 0.620}, {}, **alone)]
+    job = jobview.summarize(processes, command=["python", "train.py"])
+    assert [(s["step"], s["ranks"]) for s in job["spikes"]] == [(7, [1])]
+    assert [(s["step"], s["ranks"], s["cpu_wait"]) for s in job["undecidable_spikes"]] == [(7, [0], True)]
+    assert job["suggestions"] == ["npuprof-run --skip-first 6 --active 1 --ranks 1 -- python train.py"]
+
+
+def test_out_of_lockstep_even_a_wait_as_long_as_the_stall_explains_only_its_own_rank():
+    alone = {"collective_s": 0.0, "window_s": 0.06}
+    processes = [_rank(0, {7: 0.330}, {7: 0.300}, **alone), _rank(1, {7: 0.330}, {}, **alone)]
+    job = jobview.summarize(processes, command=["python", "train.py"])
+    assert [(s["step"], s["ranks"]) for s in job["spikes"]] == [(7, [1])]
+    assert [(s["step"], s["ranks"]) for s in job["undecidable_spikes"]] == [(7, [0])]
+
+
+def test_in_measured_lockstep_the_wait_of_the_rank_waited_for_explains_the_others():
+    lockstep = {"collective_s": 0.04, "window_s": 0.06}
+    processes = [_rank(0, {7: 0.330}, {7: 0.300}, **lockstep), _rank(1, {7: 0.335}, {}, **lockstep)]
+    job = jobview.summarize(processes, command=["python", "train.py"])
+    assert job["spikes"] == []
+    (told,) = job["undecidable_spikes"]
+    assert told["ranks"] == [0, 1] and told["undecidable"].startswith("rank 0: 300.0 ms in step 7 waiting for a CPU")
