@@ -1,44 +1,43 @@
-"""Small torch_npu session directories, built from the documented output layout.
+"""Small torch_npu session directories, built by hand, for tests that break them one way at a time.
 
-torch_npu's documented layout: ``{worker}_{pid}_{timestamp}_ascend_pt/`` with
+A session as torch_npu leaves it: ``{worker}_{pid}_{timestamp}_ascend_pt/`` with
 ``profiler_info_{rank}.json`` (written at stop), raw ``FRAMEWORK/`` and ``PROF_*/`` data, and after
-parsing ``ASCEND_PROFILER_OUTPUT/`` with ``trace_view.json`` (a JSON array of Chrome events,
-timestamps as strings), ``kernel_details.csv``, ``op_statistic.csv`` (columns as torch_npu and
-CANN write them) and, for db export, ``ascend_pytorch_profiler_{rank}.db``. The tests break these
-trees one way at a time; nothing here comes from, or stands in for, a real profiler run.
+parsing ``ASCEND_PROFILER_OUTPUT/``. The files in ASCEND_PROFILER_OUTPUT/ are written by the
+torch_npu stand-in's own writer (tests/standin/.../analysis/_standin_output.py, loaded here by
+path: importing the stand-in package would import torch), so the layout facts live in one place:
+names, CSV headers, db tables and trace events as torch_npu writes them, with small synthetic data
+(one recorded step, ``ProfilerStep#2``, and ``OPERATORS``' kernels).
 """
 
 from __future__ import annotations
 
-import csv
+import importlib.util
 import json
 import os
-import sqlite3
+import sys
 
-KERNEL_HEADER = [
-    "Step Id",
-    "Device_id",
-    "Name",
-    "Type",
-    "Accelerator Core",
-    "Start Time(us)",
-    "Duration(us)",
-    "Wait Time(us)",
-    "Block Num",
-]
-OP_STATISTIC_HEADER = [
-    "Device_id",
-    "OP Type",
-    "Core Type",
-    "Count",
-    "Total Time(us)",
-    "Min Time(us)",
-    "Avg Time(us)",
-    "Max Time(us)",
-    "Ratio(%)",
-]
+_WRITER = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "standin", "torch_npu", "profiler", "analysis", "_standin_output.py"
+)
+
+
+def _load_writer():
+    spec = importlib.util.spec_from_file_location("npu_standin_output", _WRITER)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+output_files = _load_writer()
+KERNEL_HEADER = output_files.KERNEL_HEADER
+OP_STATISTIC_HEADER = output_files.OP_STATISTIC_HEADER
 #: OP Type -> (count, total us): what op_statistic.csv says, and the report's top operators.
-OPERATORS = {"MatMulV2": (4, 812.5), "Add": (8, 96.25), "Cast": (2, 12.0)}
+OPERATORS = output_files.OPERATORS
+make_db = output_files.make_db
+write_csv = output_files.write_csv
+#: The one step each hand-built session recorded: ProfilerStep#2, 2 ms from 2026-01-01 12:00 UTC.
+STEP = output_files.Step(2, 1767268800000000000, 1767268800002000000)
 
 
 def session(
@@ -50,8 +49,12 @@ def session(
     parsed: bool = True,
     activities: tuple[str, ...] = ("CPU", "NPU"),
     rank: int | None = 0,
+    level: str = "Level1",
 ) -> str:
-    """A complete session directory (or one that was never stopped / never parsed); returns its path."""
+    """A complete session directory (or one that was never stopped / never parsed); returns its path.
+    Its text CSVs are those torch_npu's parse writes at ``level`` for its ``activities``: at Level0 no
+    op_statistic.csv (IntegrateParser copies CANN's at Level1 and Level2 only), at Level_none and
+    for the CPU alone neither CSV."""
     path = os.path.join(root, f"{worker}_4242_20260101120000123_ascend_pt")
     os.makedirs(os.path.join(path, "FRAMEWORK"))
     os.makedirs(os.path.join(path, "PROF_000001_20260101120000123_ABCDEFGHIJ", "device_0", "data"))
@@ -68,7 +71,7 @@ def session(
                     "with_flops": False,
                     "with_modules": False,
                 },
-                "experimental_config": {"_profiler_level": "Level0", "_export_type": list(export)},
+                "experimental_config": {"_profiler_level": level, "_export_type": list(export)},
             },
             "start_info": {"syscnt_enable": True, "freq": 100000000, "start_cnt": 1, "start_monotonic": 2},
             "end_info": {"collectionTimeEnd": 1767268800123000000, "MonotonicTimeEnd": 3},
@@ -82,9 +85,9 @@ def session(
         output = os.path.join(path, "ASCEND_PROFILER_OUTPUT")
         os.makedirs(output)
         if "text" in export:
-            _text(output)
+            _text(output, level if "NPU" in activities else "cpu only")
         if "db" in export:
-            make_db(os.path.join(output, f"ascend_pytorch_profiler_{rank or 0}.db"))
+            make_db(os.path.join(output, output_files.db_name(-1 if rank is None else rank)))
     return path
 
 
@@ -93,46 +96,10 @@ def write_json(path: str, data) -> None:
         json.dump(data, handle)
 
 
-def write_csv(path: str, header: list[str], rows: list[list]) -> None:
-    with open(path, "w", newline="", encoding="utf-8-sig") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
-def _text(output: str) -> None:
-    events = [
-        {"ph": "M", "name": "process_name", "pid": 4242, "tid": 0, "args": {"name": "Python"}},
-        {"ph": "X", "name": "ProfilerStep#2", "pid": 4242, "tid": 1, "ts": "1767268800000000.000", "dur": 900.0},
-        {"ph": "X", "name": "MatMulV2", "pid": 7, "tid": 2, "ts": "1767268800000100.000", "dur": 203.1},
-    ]
-    write_json(os.path.join(output, "trace_view.json"), events)
-    kernels = [
-        [2, 0, name, name, "AI_CORE", "1767268800000100.000", total / count, 1.0, 20]
-        for name, (count, total) in OPERATORS.items()
-    ]
-    write_csv(os.path.join(output, "kernel_details.csv"), KERNEL_HEADER, kernels)
-    stats = [
-        [0, name, "AI_CORE", count, total, total / count, total / count, total / count, 0.0]
-        for name, (count, total) in OPERATORS.items()
-    ]
-    write_csv(os.path.join(output, "op_statistic.csv"), OP_STATISTIC_HEADER, stats)
-
-
-def make_db(path: str, npu_info: bool = True, rows: bool = True) -> None:
-    """An ascend_pytorch_profiler db with the tables its checks read (columns as torch_npu's DbConstant)."""
-    connection = sqlite3.connect(path)
-    with connection:
-        connection.execute("CREATE TABLE STRING_IDS (id INTEGER PRIMARY KEY, value TEXT)")
-        connection.execute("CREATE TABLE NPU_INFO (id INTEGER, name TEXT)")
-        connection.execute("CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, globalTaskId INTEGER)")
-        connection.execute("CREATE TABLE PYTORCH_API (startNs INTEGER, endNs INTEGER, name INTEGER)")
-        if npu_info:
-            connection.execute("INSERT INTO NPU_INFO VALUES (0, 'Ascend910B')")
-        if rows:
-            connection.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "aten::mm"), (2, "MatMulV2")])
-            connection.executemany(
-                "INSERT INTO TASK VALUES (?, ?, 0, ?)", [(i * 10, i * 10 + 5, i) for i in range(500)]
-            )
-            connection.execute("INSERT INTO PYTORCH_API VALUES (0, 100, 1)")
-    connection.close()
+def _text(output: str, level: str) -> None:
+    found = output_files.kernels([STEP])
+    output_files.write_trace_view(output, [STEP], found, pid=4242, tid=1, device=0)
+    if level in ("Level0", "Level1", "Level2"):
+        output_files.write_kernel_details(output, found, 0)
+    if level in ("Level1", "Level2"):
+        output_files.write_op_statistic(output, found, 0)

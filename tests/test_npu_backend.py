@@ -3,6 +3,9 @@ schedule, stop), asserting on what torch_npu was asked to do and on the files an
 
 from __future__ import annotations
 
+import glob
+import os
+
 import pytest
 from conftest import PYTHON, assert_ok, bare_run, check_json, npuprof, script, status_records, step_counts
 from npu_standin import calls, only, standin_env
@@ -68,9 +71,12 @@ def test_the_issue_command(out, record, bare_stdout):
     assert names.index("tensorboard_trace_handler") < names.index("start"), "the output path is set before start"
     assert len({c["pid"] for c in calls(record)}) == 1
 
+    # The stand-in writes the session directory torch_npu writes: exported, found as the worker's, checked.
     code, report = check_json(out)
-    assert code == 1 and report["passed"] is False
-    assert any("_ascend_pt" in p and "wrote no data" in p for p in report["problems"]), report["problems"]
+    assert code == 0 and report["passed"] is True, report["problems"]
+    (session,) = status["traces"]
+    assert session.startswith(status["worker"] + "_") and session.endswith("_ascend_pt")
+    assert glob.glob(os.path.join(out, session, "ASCEND_PROFILER_OUTPUT", "ascend_pytorch_profiler*.db"))
 
 
 def test_defaults_are_the_fields_own_example(out, record):

@@ -191,24 +191,22 @@ def test_ascend_dirs_finds_sessions_like_torch_npu(tmp_path):
 # -- through the launcher: --check on a real npu run (the recording stand-in) -------------------
 
 
-def _run_and_attach_session(tmp_path, out: str, export: tuple[str, ...], **tree) -> str:
-    """Run a job under the stand-in, then put a session directory where torch_npu would have written
-    it and list it in the process's status record, as the npu backend does after a real window."""
+def _run_session(tmp_path, out: str, export: tuple[str, ...], level: str = "level1") -> str:
+    """Run a job under the stand-in, which writes the session directory torch_npu writes for its
+    window (at Level1 with op_statistic.csv); returns it, as the npu backend recorded it."""
     record = str(tmp_path / "calls.jsonl")
-    flags = ["--output-dir", out, "--backend", "npu", "--export-type", ",".join(export)]
+    flags = ["--output-dir", out, "--backend", "npu", "--export-type", ",".join(export), "--level", level]
     result = npuprof([*flags, "--", PYTHON, script("train_loop.py"), "--steps", "4"], env=standin_env(record))
     assert_ok(result)
     (status_file,) = glob.glob(os.path.join(names.status_dir(out), "*.json"))
     with open(status_file) as handle:
         status = json.load(handle)
-    path = npu_layout.session(out, worker=status["worker"], export=export, **tree)
-    status["traces"] = [os.path.relpath(path, out)]
-    npu_layout.write_json(status_file, status)
-    return path
+    (path,) = status["traces"]
+    return os.path.join(out, path)
 
 
 def test_check_passes_on_a_complete_npu_run_and_reports_its_top_operators(tmp_path, out):
-    _run_and_attach_session(tmp_path, out, ("text", "db"))
+    _run_session(tmp_path, out, ("text", "db"))
     code, report = check_json(out)
     assert code == 0 and report["passed"] is True, report["problems"]
     (process,) = report["processes"]
@@ -218,7 +216,7 @@ def test_check_passes_on_a_complete_npu_run_and_reports_its_top_operators(tmp_pa
 
 
 def test_check_fails_on_an_unparsed_npu_run_and_says_how_to_parse_it(tmp_path, out):
-    path = _run_and_attach_session(tmp_path, out, ("text",))
+    path = _run_session(tmp_path, out, ("text",))
     shutil.rmtree(output(path))
     result = npuprof(["--check", out])
     assert result.returncode == 1

@@ -33,11 +33,20 @@ KERNEL_DETAILS = "kernel_details.csv"
 OP_STATISTIC = "op_statistic.csv"
 OP_TYPE_COLUMN = "OP Type"
 OP_TOTAL_COLUMN = "Total Time(us)"
+KERNEL_TYPE_COLUMN = "Type"
+KERNEL_DURATION_COLUMN = "Duration(us)"
 #: Columns each text CSV must have (a subset; kernel_details gains metric columns per --aic-metrics).
 CSV_COLUMNS = {
-    KERNEL_DETAILS: ("Name", "Type", "Duration(us)"),
+    KERNEL_DETAILS: ("Name", KERNEL_TYPE_COLUMN, KERNEL_DURATION_COLUMN),
     OP_STATISTIC: (OP_TYPE_COLUMN, "Count", OP_TOTAL_COLUMN),
 }
+#: The profiler levels whose parse writes each text CSV, for a session that traced the NPU (torch_npu's
+#: parser lists, the same in 2.4.0 and 2.14.0: kernel_details.csv comes from KernelViewParser, which
+#: Level_none's list lacks; op_statistic.csv from IntegrateParser's LEVEL_PARSER_CONFIG, at Level1 and
+#: Level2 only). A session of the CPU alone has neither (torch_npu parses it with ONLY_FWK_CONFIG).
+CSV_LEVELS = {KERNEL_DETAILS: ("Level0", "Level1", "Level2"), OP_STATISTIC: ("Level1", "Level2")}
+#: torch_npu's default level, for a session whose profiler_info does not say.
+DEFAULT_LEVEL = "Level0"
 DB_PREFIX = "ascend_pytorch_profiler"
 DB_DEVICE_TABLE = "NPU_INFO"
 #: At least one of these must hold a row: framework, CANN or device activity.
@@ -282,13 +291,28 @@ def check_ascend_dir(path: str, export_types, parse_asked: bool = True) -> list[
         ]
     problems = []
     if "text" in export_types:
-        problems.extend(_check_text(output))
+        problems.extend(_check_text(output, _expected_csvs(info)))
     if "db" in export_types:
         problems.extend(_check_db(output, _records_npu(info)))
     return problems
 
 
-def _check_text(output: str) -> list[str]:
+def recorded_level(info: dict | None) -> str:
+    """The profiler level torch_npu recorded for a session (``_profiler_level``), its default if none."""
+    experimental = ((info or {}).get("config") or {}).get("experimental_config") or {}
+    level = experimental.get("_profiler_level") if isinstance(experimental, dict) else None
+    return level if isinstance(level, str) else DEFAULT_LEVEL
+
+
+def _expected_csvs(info: dict | None) -> list[str]:
+    """The text CSVs this session's parse writes: by what it traced and at which level."""
+    if not _records_npu(info):
+        return []
+    level = recorded_level(info)
+    return [name for name, levels in CSV_LEVELS.items() if level in levels]
+
+
+def _check_text(output: str, csvs: list[str]) -> list[str]:
     problems = []
     trace = os.path.join(output, TRACE_VIEW)
     try:
@@ -298,8 +322,8 @@ def _check_text(output: str) -> list[str]:
         problems.append(f"{trace}: missing (text export)")
     except (OSError, ValueError) as exc:
         problems.append(f"{trace}: not readable JSON ({exc})")
-    for name, columns in CSV_COLUMNS.items():
-        problems.extend(_check_csv(os.path.join(output, name), columns))
+    for name in csvs:
+        problems.extend(_check_csv(os.path.join(output, name), CSV_COLUMNS[name]))
     return problems
 
 
@@ -382,7 +406,11 @@ def looks_parsed(path: str) -> bool:
     if ANALYSE_DONE in present:
         return True
     export_types = recorded_export_types(path)
-    if "text" in export_types and not {TRACE_VIEW, *CSV_COLUMNS} <= present:
+    try:
+        info = _profiler_info(path, os.listdir(path))
+    except OSError:
+        info = None
+    if "text" in export_types and not {TRACE_VIEW, *_expected_csvs(info)} <= present:
         return False
     return "db" not in export_types or any(name.startswith(DB_PREFIX) for name in present)
 
@@ -411,17 +439,24 @@ def npu_log_errors(path: str, limit: int = 20) -> list[str]:
 
 
 def npu_operator_totals(path: str) -> dict[str, float]:
-    """Total device time (us) per operator type, from a session's op_statistic.csv (empty if none)."""
-    totals: dict[str, float] = {}
-    try:
-        _, rows = read_csv(os.path.join(path, ASCEND_OUTPUT, OP_STATISTIC))
-    except (OSError, ValueError, csv.Error):
-        return totals
-    for row in rows:
+    """Total device time (us) per operator type: from a session's op_statistic.csv (Level1 and
+    Level2), else summed from its kernel_details.csv (Level0, torch_npu's default, writes no
+    op_statistic.csv); empty when neither is there (db export, the CPU alone, Level_none)."""
+    for name, type_column, us_column in (
+        (OP_STATISTIC, OP_TYPE_COLUMN, OP_TOTAL_COLUMN),
+        (KERNEL_DETAILS, KERNEL_TYPE_COLUMN, KERNEL_DURATION_COLUMN),
+    ):
         try:
-            us = float(row.get(OP_TOTAL_COLUMN) or 0)
-        except ValueError:
+            _, rows = read_csv(os.path.join(path, ASCEND_OUTPUT, name))
+        except (OSError, ValueError, csv.Error):
             continue
-        name = row.get(OP_TYPE_COLUMN) or "?"
-        totals[name] = totals.get(name, 0.0) + us
-    return totals
+        totals: dict[str, float] = {}
+        for row in rows:
+            try:
+                us = float(row.get(us_column) or 0)
+            except ValueError:
+                continue
+            kind = row.get(type_column) or "?"
+            totals[kind] = totals.get(kind, 0.0) + us
+        return totals
+    return {}

@@ -555,4 +555,6 @@ def _parse_progress(sessions: list[str]):
     finally:
         stop.set()
         watcher.join(timeout=5)
+        # The last look: a parse that ended between two looks of the thread is counted too.
+        progress.set(sum(1 for path in pending if deliverables.looks_parsed(path)))
         progress.finish()

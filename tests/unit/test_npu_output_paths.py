@@ -148,3 +148,36 @@ def test_an_npu_sessions_raw_data_is_not_a_trace_too_large_to_open(tmp_path):
     assert windowfiles.size_warnings(window, size, 0, "npu") == [], "db export: no JSON to open"
     (torch_warning,) = windowfiles.size_warnings(window, 300 * 2**20, 0, "torch")
     assert torch_warning.startswith("window steps 3-4 is 300 MB of trace")
+
+
+@pytest.mark.parametrize(
+    ("level", "activities", "csvs"),
+    [
+        ("Level0", ("CPU", "NPU"), ["kernel_details.csv"]),
+        ("Level1", ("CPU", "NPU"), ["kernel_details.csv", "op_statistic.csv"]),
+        ("Level_none", ("CPU", "NPU"), []),
+        ("Level1", ("CPU",), []),
+    ],
+)
+def test_a_session_needs_the_csvs_its_level_writes_and_no_others(tmp_path, level, activities, csvs):
+    """torch_npu writes op_statistic.csv at Level1 and Level2 only, kernel_details.csv from Level0 on,
+    neither for the CPU alone: the default Level0 failed --check on op_statistic.csv missing."""
+    session = npu_layout.session(str(tmp_path), WORKER, level=level, activities=activities)
+    output = os.path.join(session, deliverables.ASCEND_OUTPUT)
+    assert sorted(name for name in os.listdir(output) if name.endswith(".csv")) == csvs
+    assert deliverables.check_ascend_dir(session, ("text",)) == []
+    assert deliverables.looks_parsed(session)
+    for name in csvs:
+        os.unlink(os.path.join(output, name))
+        (problem,) = deliverables.check_ascend_dir(session, ("text",))
+        assert problem.endswith(f"{name}: missing (text export)")
+        break
+
+
+def test_the_operators_device_time_comes_from_kernel_details_at_level0(tmp_path):
+    level0 = npu_layout.session(str(tmp_path / "a"), WORKER, level="Level0")
+    level1 = npu_layout.session(str(tmp_path / "b"), WORKER, level="Level1")
+    assert deliverables.npu_operator_totals(level0) == pytest.approx(deliverables.npu_operator_totals(level1))
+    assert set(deliverables.npu_operator_totals(level1)) == set(npu_layout.OPERATORS)
+    cpu = npu_layout.session(str(tmp_path / "c"), WORKER, activities=("CPU",))
+    assert deliverables.npu_operator_totals(cpu) == {}

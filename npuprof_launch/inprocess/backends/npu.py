@@ -446,7 +446,8 @@ class NpuBackend:
         the session directory that torch_npu created for it when the window started."""
         if self._handler is None:
             raise RuntimeError("no torch_npu trace handler: the window was never built")
-        self._handler(prof)
+        with _parse_on_stderr():
+            self._handler(prof)
         new = sorted(_session_dirs(output_dir, worker) - self._reported)
         self._reported.update(new)
         return [os.path.join(output_dir, name) for name in new]
@@ -474,6 +475,34 @@ def count_from(prof, first: int) -> int:
     except Exception:  # noqa: BLE001 - an offset that cannot be set: torch_npu's own numbering
         return 0
     return first
+
+
+#: True while torch_npu's trace handler runs in this process (``export``).
+_EXPORTING = [False]
+_FORK_HOOK = [False]
+
+
+@contextlib.contextmanager
+def _parse_on_stderr():
+    """While torch_npu's handler runs, the processes it forks (its parse pool, sync or async: the
+    parse never runs in the caller) print on stderr: the parse's lines ("Start parsing profiling
+    data ...", "All profiling data parsed ..."), its turning cursor and its errors are the tool's
+    doing, and the job's stdout must read as it does bare. Set in the child at the fork
+    (os.register_at_fork): the job's own threads keep their stdout all along, which a
+    redirect_stdout here, process-wide for the whole parse, would take from them."""
+    if not _FORK_HOOK[0] and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_child_prints_on_stderr)
+        _FORK_HOOK[0] = True
+    _EXPORTING[0] = True
+    try:
+        yield
+    finally:
+        _EXPORTING[0] = False
+
+
+def _child_prints_on_stderr() -> None:
+    if _EXPORTING[0]:
+        sys.stdout = sys.stderr  # its own forks (the parse's steps) inherit it
 
 
 #: Where torch_npu's profiler prints its messages, the same in every release checked (2.1.0.post8 to

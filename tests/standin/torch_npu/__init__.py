@@ -1,19 +1,20 @@
-"""STAND-IN for torch_npu (tests only): records calls, computes nothing, writes no profiling data.
+"""STAND-IN for torch_npu (tests only): records every call, and writes the files the real one writes.
 
 See tests/standin/README.md. The real torch_npu needs the Ascend driver and CANN; this package
-only imitates the profiler API of one real release so the whole path can be tested without them.
+imitates the profiler of one real release (its API, and the session directories it leaves, with
+small synthetic data) so the whole path can be tested without them.
 """
 
 import os
 
 import torch  # noqa: F401 - the real torch_npu imports torch first, and so does this stand-in
 
-from torch_npu import _recorder, npu, profiler  # noqa: F401
+from torch_npu import _recorder, _switches, npu, profiler  # noqa: F401
 from torch_npu.version import __version__
 
 _recorder.record("import", version=__version__)
 
-if os.environ.get("TORCH_NPU_STANDIN_PRIVATEUSE1") == "1":
+if os.environ.get(_switches.PRIVATEUSE1) == "1":
     # What the real one does on import (torch_npu/_init/registry/backend.py): PrivateUse1 becomes
     # "npu" (so torch.profiler lists ProfilerActivity.PrivateUse1) and torch.npu is this module's npu.
     # Off by default: it changes the process's torch for good, which the other tests do not want.

@@ -6,7 +6,7 @@ import inspect
 import json
 import os
 
-RECORD_VAR = "TORCH_NPU_STANDIN_RECORD"
+from torch_npu._switches import RECORD as RECORD_VAR
 
 
 def record(call: str, **data) -> None:

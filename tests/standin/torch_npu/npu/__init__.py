@@ -2,11 +2,11 @@
 
 import os
 
-from torch_npu import _recorder
+from torch_npu import _recorder, _switches
 
 
 def is_available() -> bool:
-    available = os.environ.get("TORCH_NPU_STANDIN_NPU", "1") != "0"
+    available = os.environ.get(_switches.NPU, "1") != "0"
     _recorder.record("is_available", result=available)
     return available
 

@@ -1,37 +1,16 @@
 """STAND-IN for torch_npu/profiler/experimental_config.py: the same constants and signature, recorded.
 
-The constant values are torch_npu's own (analysis/prof_common_func/_constant.py); the stand-in
-keeps no validation beyond what the tests need, and collects nothing.
+The constant values are torch_npu's own (analysis/prof_common_func/_constant.py). The config keeps
+the attributes the real one sets, because profiler_info.json holds its ``__dict__``; of the real
+one's checks it keeps only those that change a value the parse reads (and prints none of their
+warnings), and it collects nothing.
 """
 
 from typing import Optional, Union
 
 from torch_npu import _recorder
+from torch_npu.profiler.analysis.prof_common_func._constant import Constant
 from torch_npu.version import __version__
-
-
-class Constant:
-    LEVEL0 = "Level0"
-    LEVEL1 = "Level1"
-    LEVEL2 = "Level2"
-    LEVEL_NONE = "Level_none"
-    AicPipeUtilization = "ACL_AICORE_PIPE_UTILIZATION"
-    AicArithmeticUtilization = "ACL_AICORE_ARITHMETIC_UTILIZATION"
-    AicMemory = "ACL_AICORE_MEMORY_BANDWIDTH"
-    AicMemoryL0 = "ACL_AICORE_L0B_AND_WIDTH"
-    AicMemoryUB = "ACL_AICORE_MEMORY_UB"
-    AicResourceConflictRatio = "ACL_AICORE_RESOURCE_CONFLICT_RATIO"
-    AicL2Cache = "ACL_AICORE_L2_CACHE"
-    AicMemoryAccess = "ACL_AICORE_MEMORY_ACCESS"
-    AicMetricsNone = "ACL_AICORE_NONE"
-    Db = "db"
-    Text = "text"
-    CPU = "cpu"
-    MEM = "mem"
-    DISK = "disk"
-    NETWORK = "network"
-    OSRT = "osrt"
-    NUMA = "numa"
 
 
 class ProfilerLevel:
@@ -98,7 +77,18 @@ class _ExperimentalConfig:
             gc_detect_threshold: float = None,
             export_type: str = Constant.Text,
         ):
+            self._profiler_level = profiler_level
+            self._aic_metrics = aic_metrics
+            if profiler_level not in (Constant.LEVEL_NONE, Constant.LEVEL0) and aic_metrics == Constant.AicMetricsNone:
+                self._aic_metrics = Constant.AicPipeUtilization
+            self._l2_cache = l2_cache
+            self._msprof_tx = msprof_tx
+            self._data_simplification = data_simplification
+            self.record_op_args = record_op_args
             self._export_type = export_type
+            self._op_attr = op_attr
+            self._gc_detect_threshold = gc_detect_threshold
+            self._check_params()
 
     else:
 
@@ -121,8 +111,41 @@ class _ExperimentalConfig:
             sys_io: bool = False,
             sys_interconnection: bool = False,
         ):
-            self._export_type = export_type
+            self._profiler_level = profiler_level
+            self._aic_metrics = aic_metrics
+            self._l2_cache = l2_cache
+            self._msprof_tx = msprof_tx
+            self._mstx = mstx
+            self._data_simplification = data_simplification
+            self.record_op_args = record_op_args
+            self._export_type = [export_type] if isinstance(export_type, str) else list(set(export_type))
+            self._host_sys = host_sys if host_sys else []
+            self._op_attr = op_attr
+            self._gc_detect_threshold = gc_detect_threshold
+            self._mstx_domain_include = mstx_domain_include if mstx_domain_include else []
+            self._mstx_domain_exclude = mstx_domain_exclude if mstx_domain_exclude else []
+            self._sys_io = sys_io
+            self._sys_interconnection = sys_interconnection
+            self._check_params()
+            if not (self._mstx or self._msprof_tx):  # _check_mstx_domain_params
+                self._mstx_domain_include = []
+                self._mstx_domain_exclude = []
+
+    def _check_params(self) -> None:
+        """The real checks' resets of valid arguments (invalid ones are not imitated)."""
+        if self._profiler_level in (Constant.LEVEL0, Constant.LEVEL_NONE):
+            self._aic_metrics = Constant.AicMetricsNone
+        if __version__ != "2.4.0" and self._profiler_level == Constant.LEVEL_NONE:
+            self._mstx = self._mstx or not self._msprof_tx
 
     @property
     def export_type(self):
         return self._export_type
+
+
+def _default_config() -> _ExperimentalConfig:
+    """What a profile without experimental_config uses: the real one builds ``_ExperimentalConfig()``;
+    built here without recording it, as the tests read the record for the caller's calls only."""
+    config = _ExperimentalConfig.__new__(_ExperimentalConfig)
+    _ExperimentalConfig.__init__.__wrapped__(config)
+    return config

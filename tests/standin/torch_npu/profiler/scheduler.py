@@ -19,7 +19,7 @@ class Schedule:
 
         @_recorder.recorded("schedule")
         def __init__(self, wait: int, active: int, warmup: int = 0, repeat: int = 0, skip_first: int = 0) -> None:
-            self._set(wait, active, warmup, repeat, skip_first, 0)
+            self._set(wait, active, warmup, repeat, skip_first)
 
     else:
 
@@ -33,16 +33,17 @@ class Schedule:
             skip_first: int = 0,
             skip_first_wait: int = 0,
         ) -> None:
-            self._set(wait, active, warmup, repeat, skip_first, skip_first_wait)
+            self._set(wait, active, warmup, repeat, skip_first)
+            self.skip_first_wait = skip_first_wait
 
-    def _set(self, wait, active, warmup, repeat, skip_first, skip_first_wait) -> None:
-        # torch_npu resets bad values (with a warning) the same way.
+    def _set(self, wait, active, warmup, repeat, skip_first) -> None:
+        # torch_npu resets bad values (with a warning) the same way. Its attributes are these (and
+        # skip_first_wait from 2.6.0): profiler_info.json records the schedule's __dict__.
         self.wait = wait if isinstance(wait, int) and wait >= 0 else 0
         self.active = active if isinstance(active, int) and active > 0 else 1
         self.warmup = warmup if isinstance(warmup, int) and warmup >= 0 else 0
         self.repeat = repeat if isinstance(repeat, int) and repeat >= 0 else 0
         self.skip_first = skip_first if isinstance(skip_first, int) and skip_first >= 0 else 0
-        self.skip_first_wait = skip_first_wait
         if self.warmup == 0:
             print_warn_msg("Profiler won't be using warmup, this can skew profiler results")
 
@@ -50,7 +51,7 @@ class Schedule:
         if step < self.skip_first:
             return ProfilerAction.NONE
         step -= self.skip_first
-        if self.skip_first_wait != 0:
+        if getattr(self, "skip_first_wait", 0) != 0:
             step += self.wait
         num_steps = self.wait + self.warmup + self.active
         if self.repeat > 0 and step / num_steps >= self.repeat:

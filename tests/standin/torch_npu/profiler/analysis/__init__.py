@@ -1,1 +1,1 @@
-"""STAND-IN for torch_npu/profiler/analysis: only the module that prints the profiler's messages."""
+"""STAND-IN for torch_npu/profiler/analysis: the parse of session directories (see tests/standin/README.md)."""

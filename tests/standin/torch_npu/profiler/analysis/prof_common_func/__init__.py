@@ -1,1 +1,1 @@
-"""STAND-IN for torch_npu/profiler/analysis/prof_common_func: only the module that prints the profiler's messages."""
+"""STAND-IN for torch_npu/profiler/analysis/prof_common_func: constants, messages, the parse's log, the call guard."""
