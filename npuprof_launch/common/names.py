@@ -54,6 +54,10 @@ TORCH_TRACE_SUFFIXES = (TORCH_TRACE_SUFFIX, TORCH_TRACE_SUFFIX + ".gz")
 ASCEND_DIR_SUFFIX = "_ascend_pt"
 #: Suffix of a process's whole-run step times (one record of them per status record).
 STEP_TIMES_SUFFIX = ".steps"
+#: How a profiler's own error reaches the answer: printed in the job's process (the status
+#: record's errors), and logged by torch_npu's parse in a session's logs/ (the window's aftercare).
+PROFILER_ERROR = "the profiler logged an error: "
+NPU_LOGGED = "torch_npu logged: "
 #: The prefix of every line the tool writes for a person to read.
 VOICE = "npuprof:"
 

@@ -267,7 +267,7 @@ def _wait_for_parse(session_dir: str) -> None:
 def _count_npu_log_errors(session_dir: str, outcome: dict) -> None:
     """torch_npu's parse workers log to ``logs/*.log`` in the session directory (2.1.0.post17, 2.6+)."""
     for line in deliverables.npu_log_errors(session_dir):
-        outcome["errors"].append(f"torch_npu logged: {line}")
+        outcome["errors"].append(names.NPU_LOGGED + line)
 
 
 def _size(path: str) -> int:

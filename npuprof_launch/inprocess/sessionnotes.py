@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from npuprof_launch.common import outcomes, record
+from npuprof_launch.common import names, outcomes, record
 from npuprof_launch.inprocess import sessionrecord
 
 
@@ -47,7 +47,7 @@ class SessionNotes:
         counts = self.profiler_messages
         counts[kind] = counts.get(kind, 0) + 1
         if kind == "error":
-            self._note_error_once(f"the profiler logged an error: {text}")
+            self._note_error_once(names.PROFILER_ERROR + text)
         else:
             self.note_warning(f"the profiler logged a warning: {text}")
 

@@ -261,7 +261,7 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
     label = _label(record)
     for problem in trace_problems:
         problems.append((rank, problem))
-    for error in process["errors"]:
+    for error in windowfiles.unrepeated(process["errors"], trace_problems):
         problems.append((rank, f"{label}: {error}"))
     stale = record.get("ended") is None and not alive_here(record)
     if stale:

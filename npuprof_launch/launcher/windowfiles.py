@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from npuprof_launch.common import deliverables
+from npuprof_launch.common import deliverables, names
 
 
 def locate(output_dir: str, rel: str, staged: list[str] | None = None) -> tuple[str | None, str | None]:
@@ -105,6 +105,20 @@ def tree_bytes(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
+
+
+def unrepeated(errors: list[str], trace_problems: list[str]) -> list[str]:
+    """A process's errors less those its windows' parse logged too: an error torch_npu printed in
+    the job's process is also a line of its parse's log, which says more (its time, its step)."""
+    logged = [problem for problem in trace_problems if names.NPU_LOGGED in problem]
+    return [
+        error
+        for error in errors
+        if not (
+            error.startswith(names.PROFILER_ERROR)
+            and any(p.endswith(error[len(names.PROFILER_ERROR) :]) for p in logged)
+        )
+    ]
 
 
 def trace_bytes(output_dir: str, records: list[dict]) -> int:

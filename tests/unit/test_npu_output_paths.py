@@ -181,3 +181,10 @@ def test_the_operators_device_time_comes_from_kernel_details_at_level0(tmp_path)
     assert set(deliverables.npu_operator_totals(level1)) == set(npu_layout.OPERATORS)
     cpu = npu_layout.session(str(tmp_path / "c"), WORKER, activities=("CPU",))
     assert deliverables.npu_operator_totals(cpu) == {}
+
+
+def test_an_error_printed_and_logged_is_told_once_as_the_log_has_it():
+    logged = ["rank 0 (pid 1 on vm): torch_npu logged: [2026-12-04-22:17:55.381] [ERROR] [Parser:106] msprof exited 1"]
+    errors = ["the profiler logged an error: msprof exited 1", "the profiler logged an error: another"]
+    assert windowfiles.unrepeated(errors, logged) == ["the profiler logged an error: another"]
+    assert windowfiles.unrepeated(errors, []) == errors
