@@ -47,6 +47,10 @@ UNCAUGHT = "uncaught"
 FROM_STEP_PASSED = "from_step_passed"
 #: --from-step counts this process's steps, the job's numbering being unknown (``source`` says why).
 NUMBERING_UNKNOWN = "numbering_unknown"
+#: A window a request asked for (``--on-slowdown``, ``--trigger``) that the job ended before it
+#: began (``first``, ``last``: its steps; ``reason``: the slowdown it was asked for, if any): what
+#: happened, not a failure of the tool's (``step``: the job's last step).
+NOT_REACHED = "not_reached"
 #: A sentence without a kind of its own (a profiler's log line, an option the backend ignores):
 #: told as it is, decided on by nobody (``text``).
 NOTE = "note"
@@ -89,6 +93,7 @@ KINDS = {
     UNCAUGHT: ("type", "message"),
     FROM_STEP_PASSED: ("first", "last", "began", "source"),
     NUMBERING_UNKNOWN: ("from_step", "source"),
+    NOT_REACHED: ("first", "last", "reason"),
     NOTE: ("text",),
 }
 #: The kinds that say a window was stopped or never run because of a thread.
@@ -182,6 +187,12 @@ def sentence(outcome: dict) -> str:
         )
     if kind == JOB_PROFILER:
         return JOB_PROFILER_SENTENCE
+    if kind == NOT_REACHED:
+        asked = "--on-slowdown asked for" if outcome.get("reason") else "an on-demand request asked for"
+        return (
+            f"the window on steps {outcome['first']}-{outcome['last']} that {asked} was not reached: "
+            f"the job ended at step {step}"
+        )
     if kind == UNCAUGHT:
         message = outcome.get("message")
         return (

@@ -50,7 +50,8 @@ class Requests:
         self.ids: list[str] = []
         self._note_warning = note_warning
         self._reasons: dict[int, str] = {}
-        self._windows: list[Window] = []  # kept alive, so that no id is reused while its reason is held
+        self._taken: set[int] = set()  # the ids of the windows requests opened
+        self._windows: list[Window] = []  # kept alive, so that no id is reused while it is held
 
     def take(self, first: int) -> Window | None:
         """The window of the next request for this process, from step ``first`` on, or None."""
@@ -61,14 +62,30 @@ class Requests:
         window = window_for(request, first, self._note_warning)
         if request.get("reason"):
             self._reasons[id(window)] = request["reason"]
-            self._windows.append(window)
+        self._taken.add(id(window))
+        self._windows.append(window)
         return window
 
     def moved(self, window: Window, to: Window) -> None:
         """A window that started late is ``to`` now: its reason goes with it."""
         if id(window) in self._reasons:
             self._reasons[id(to)] = self._reasons.pop(id(window))
+        if id(window) in self._taken:
+            self._taken.add(id(to))
             self._windows.append(to)
 
     def reason_of(self, window: Window) -> str | None:
         return self._reasons.get(id(window))
+
+    def not_reached(self, pending: list[Window], offset: int) -> list[dict]:
+        """The fields of an outcomes.NOT_REACHED for each of ``pending`` (the session's windows to
+        come, at its end) that a request opened: the job ended before it began. In the job's
+        numbering (``offset``: the record's step_offset)."""
+        found = []
+        for window in pending:
+            if id(window) in self._taken:
+                fields: dict = {"first": window.first + offset, "last": window.last + offset}
+                if self._reasons.get(id(window)):
+                    fields["reason"] = self._reasons[id(window)]
+                found.append(fields)
+        return found

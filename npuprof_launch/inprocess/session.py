@@ -108,7 +108,8 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         #: PyArg_Parse, about 660 CPU instructions a step (callgrind); a list's costs a tenth of that,
         #: for 24 bytes more a step over the few seconds between checkpoints.
         self.times: list[float] = []
-        self._first_time: float | None = None
+        #: When the first step ended (perf counter): the record's mean step time counts from it.
+        self.first_time: float | None = None
         #: The optimizer clock calls ``step_ended`` only when the count reaches this; below it a
         #: boundary changes nothing but the count and the times, which the clock keeps itself.
         self.call_at: float = 0
@@ -194,8 +195,8 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             self._points.close_label(label)
         self.steps += 1
         self.times.append(now)
-        if self._first_time is None:
-            self._first_time = now
+        if self.first_time is None:
+            self.first_time = now
         if self.state == State.OFF:
             return
         if self.steps >= self.cpu_wait.at or self._due():  # and a block of each profiled step: lockstep.py
@@ -536,6 +537,8 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             self.outcomes.append(uncaught)
             self.warnings.append(outcomes.sentence(uncaught))
         self.flush(cause)
+        for fields in self._watcher.not_reached(self._windows[self._next :], self.step_offset) if self._watcher else ():
+            self.note_outcome(outcomes.NOT_REACHED, self.steps + self.step_offset, **fields)
         self.hang.at_end(self.times, self.steps, how == record.ENDED_EXIT and cause == "exit" and uncaught is None)
         self.ended = how
         self.cpu_wait.note(self.steps, self.times)  # the steps since the last reading (on this thread)
@@ -595,6 +598,3 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         if self.state == State.DONE:
             self.state = State.WAITING
         self.write_safely()
-
-    def mean_step_s(self) -> float | None:
-        return steptiming.mean_step_s(self._first_time, self.times, self.steps)

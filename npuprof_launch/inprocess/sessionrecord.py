@@ -13,8 +13,9 @@ import os
 import sys
 import time
 
-from npuprof_launch.common import names
+from npuprof_launch.common import names, outcomes
 from npuprof_launch.common.record import State
+from npuprof_launch.inprocess import steptiming
 
 
 def windows_planned(session) -> int:
@@ -24,9 +25,10 @@ def windows_planned(session) -> int:
     (its own record holds them)."""
     if session.state == State.OFF:
         return 0
+    unreached = len(outcomes.of_kind(session.outcomes, outcomes.NOT_REACHED))  # asked, the job ended first
     if session.on_demand:
-        return len(session.requests)
-    return len(session.schedule.windows()) - session.windows_before_exec + len(session.requests)
+        return len(session.requests) - unreached
+    return len(session.schedule.windows()) - session.windows_before_exec + len(session.requests) - unreached
 
 
 def to_record(session) -> dict:
@@ -56,7 +58,7 @@ def to_record(session) -> dict:
         "steps": session.steps,
         "step_offset": session.step_offset,
         "numbered_by": session.numbered_by,
-        "mean_step_s": session.mean_step_s(),
+        "mean_step_s": steptiming.mean_step_s(session.first_time, session.times, session.steps),
         "window_steps": window_steps,
         "windows": [dict(result, traces=list(result["traces"])) for result in results],
         "schedule_steps": session.schedule.length(),

@@ -108,7 +108,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     job["slowdowns"], job["undecidable_slowdowns"] = slowdowns.of_processes(processes, output_dir)
     job["cpu_wait_lines"].extend(slowdowns.cpu_wait_text(slowdown) for slowdown in job["undecidable_slowdowns"])
     findings.extend(slowdowns.text(slowdown) for slowdown in job["slowdowns"])
-    findings.extend(slowdowns.asked_windows(processes))
+    findings.extend(slowdowns.asked_windows(processes, [r for r in records if "unreadable" not in r]))
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
     waited_in = {(once["rank"], once.get("stage")): once["window"] for once in job["waited_for"]}
     for process in processes:

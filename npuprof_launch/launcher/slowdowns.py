@@ -258,18 +258,37 @@ def text(slowdown: dict) -> str:
     )
 
 
-def asked_windows(processes: list[dict]) -> list[str]:
-    """One line per window that --on-slowdown asked for (the same steps on every rank: one line)."""
+def asked_windows(processes: list[dict], records: list[dict]) -> list[str]:
+    """One line per window that --on-slowdown asked for (the same steps on every rank: one line),
+    and one per window a request asked for that the job ended before (outcomes.NOT_REACHED: told,
+    not a failure). A window that began and recorded no whole step before the job ended says so."""
+    from npuprof_launch.common import outcomes
+
     asked = {
         (window["first_step"], window.get("last_step"), window["reason"])
         for process in processes
         for window in process.get("windows") or ()
         if window.get("reason")
     }
-    return [
-        f"the window on steps {first}-{last} was asked for by --on-slowdown: {reason}"
-        for first, last, reason in sorted(asked, key=str)
-    ]
+    lines = []
+    for first, last, reason in sorted(asked, key=str):
+        if last is None:
+            lines.append(
+                f"the window from step {first} was asked for by --on-slowdown ({reason}); "
+                "the job ended before it recorded a step"
+            )
+        else:
+            lines.append(f"the window on steps {first}-{last} was asked for by --on-slowdown: {reason}")
+    unreached = {
+        outcomes.sentence(outcome)
+        for found in records
+        for outcome in outcomes.of_kind(outcomes.of_record(found), outcomes.NOT_REACHED)
+    }
+    return lines + sorted(unreached)
+
+
+#: How many of a process's last steps tell its step time now (Trigger: where it will be).
+RECENT_STEPS = 8
 
 
 class Trigger:
@@ -306,6 +325,7 @@ class Trigger:
             if rec.get("run_id") == self.run_id and not rec.get("ended") and rec.get("step_times")
         ]
         found = []
+        recent: dict[str, float] = {}
         for rec in running:
             path = os.path.join(self.output_dir, rec["step_times"])
             size = os.path.getsize(path) if os.path.exists(path) else 0
@@ -313,13 +333,19 @@ class Trigger:
                 continue
             self._sizes[path] = size
             durations = steptimes.read(path)
+            if len(durations):
+                recent[rec["step_times"]] = stepstats.quantile(sorted(durations[-RECENT_STEPS:]), 0.5)
             slow = find(durations, stepstats.ToolSteps(rec.get("windows"), len(durations) + 1), stepstats.WARMUP_STEPS)
             if slow and slow["step"] > self._asked_after and slow["to_end"]:
                 found.append({**slow, "rank": rec.get("rank")})
         if not found:
             return None
         (slowdown,) = group(found, len(running))[:1]
-        start = ondemand.common_start(running)
+        # Where each process is now, from its step time since the slowdown, not its whole run's
+        # mean (shorter: a window asked at step 162 of a 120-step job, 60 ms steps after 20 ms ones).
+        start = ondemand.common_start(
+            [{**rec, "mean_step_s": recent.get(rec["step_times"], rec.get("mean_step_s"))} for rec in running]
+        )
         reason = text(slowdown)
         request = ondemand.write_request(
             self.output_dir, self.active, self.warmup, 0, None, start_step=start, reason=reason

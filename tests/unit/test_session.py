@@ -238,9 +238,22 @@ def test_a_taken_back_step_leaves_the_count_one_lower(tmp_path):
     assert made.steps == 2
 
 
-def test_call_at_lets_the_clock_count_alone_until_the_window(tmp_path):
+def test_call_at_lets_the_clock_count_alone_until_the_window(tmp_path, monkeypatch):
     """The lean hook calls the session only at call_at: a checkpoint (steps 1, 2, 4, 8, ...) or
-    the boundary one before the window's first (to watch the job's ranges), never later."""
+    the boundary one before the window's first (to watch the job's ranges), never later. Steps of
+    a microsecond on a clock of the test's: on a loaded machine a record's writing between two real
+    readings took seconds, and the checkpoints spaced by that step time came at 1, 2, 3, 4."""
+    import types
+
+    from npuprof_launch.inprocess import session as session_module
+
+    clock = types.SimpleNamespace(now=100.0)
+
+    def perf_counter() -> float:
+        clock.now += 1e-6
+        return clock.now
+
+    monkeypatch.setattr(session_module, "time", types.SimpleNamespace(perf_counter=perf_counter, time_ns=lambda: 1))
     made, _ = session(tmp_path, **{"skip-first": 10, "active": 1})
     seen = []
     while made.steps < 12:
@@ -285,3 +298,38 @@ def test_the_cpu_wait_is_read_at_the_boundaries_of_each_profiled_step(tmp_path):
     blocks = made.cpu_wait.record()["blocks"]
     assert [11, 11, 0.01] in blocks and [12, 12, 0.01] in blocks, blocks
     assert not [block for block in blocks if block[0] <= 10 < block[1] or block[0] <= 12 < block[1]], blocks
+
+
+class OneRequest:
+    """A request watcher that hands over one request, once."""
+
+    def __init__(self, request: dict) -> None:
+        self.request: dict | None = request
+
+    def poll(self):
+        found, self.request = self.request, None
+        return found
+
+
+def test_a_requested_window_the_job_ended_before_is_told_and_not_planned(tmp_path):
+    """--on-slowdown asked for a window at a step the job never reached: an outcome of its own,
+    not a window the schedule failed to record (the check failed on '1 of 2 windows completed')."""
+    from npuprof_launch.common import outcomes, record
+    from npuprof_launch.inprocess import requesttaking, sessionrecord
+
+    made, _ = session(tmp_path, **{"skip-first": 2, "active": 1, "on-slowdown": 1})
+    made._watcher = requesttaking.Requests(str(tmp_path), 0, 0, made.note_warning)
+    reason = "a slowdown from step 40: the step took 61.0 ms against 20.9 ms before (2.92x), to the end"
+    request = {"id": "r1", "wait": 0, "warmup": 0, "active": 2, "start_step": 162, "align": None, "reason": reason}
+    made._watcher.watcher = OneRequest(request)
+    steps(made, 100)
+    made._take_request(made._watcher)
+    steps(made, 20)
+    made.end(record.ENDED_EXIT)
+    written = sessionrecord.to_record(made)
+    assert written["windows_planned"] == 1 and written["windows_completed"] == 1
+    (outcome,) = outcomes.of_kind(written["outcomes"], outcomes.NOT_REACHED)
+    assert outcome == {"kind": "not_reached", "step": 120, "first": 162, "last": 163, "reason": reason}
+    assert outcomes.sentence(outcome) == (
+        "the window on steps 162-163 that --on-slowdown asked for was not reached: the job ended at step 120"
+    )

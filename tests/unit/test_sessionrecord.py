@@ -78,7 +78,8 @@ def standin(**fields) -> types.SimpleNamespace:
         "steps": 9,
         "step_offset": 0,
         "numbered_by": "fresh",
-        "mean_step_s": lambda: 0.5,
+        "first_time": 1.0,  # the first step ended at 1.0 s, the 9th at 5.0 s: 0.5 s a step
+        "times": [5.0],
         "results": [],
         "schedule": types.SimpleNamespace(length=lambda: 12, windows=lambda: ("w1", "w2")),
         "windows_before_exec": 0,

@@ -10,7 +10,7 @@ import pytest
 
 from npuprof_launch.common import options, steptimes
 from npuprof_launch.inprocess import session as session_module
-from npuprof_launch.inprocess import steptiming
+from npuprof_launch.inprocess import sessionrecord, steptiming
 from npuprof_launch.inprocess.steptiming import StepTimesFile
 
 
@@ -148,4 +148,4 @@ def test_a_session_spaces_its_checkpoints_by_the_measured_step_time(tmp_path, mo
     written = list(steptimes.read(made.step_times_file.path))
     assert written == pytest.approx([0.03] * 587), "steps 2 to 588, each written once"
     assert len(made.times) == 13, "the reading at step 588 and the 12 steps since"
-    assert made.mean_step_s() == pytest.approx(0.03)
+    assert sessionrecord.to_record(made)["mean_step_s"] == pytest.approx(0.03)
