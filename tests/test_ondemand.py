@@ -189,6 +189,11 @@ def test_on_demand_training_job(out, stop):
     server.communicate(timeout=120)
 
 
+def _windows_complete(out: str, count: int) -> bool:
+    records = status_records(out)
+    return len(records) == count and all(r["windows"] and r["windows"][0].get("complete") for r in records)
+
+
 def test_a_trigger_to_ranks_of_different_speeds_records_the_same_steps_on_each(out, tmp_path):
     """The trigger picks a step no rank has reached (from their records): both windows cover it."""
     driver = tmp_path / "driver.py"
@@ -215,6 +220,9 @@ def test_a_trigger_to_ranks_of_different_speeds_records_the_same_steps_on_each(o
         assert_ok(taken)
         assert "opens its window at step" in taken.stdout
         wait_for(lambda: len(step_counts(out)) == 2, "a trace from each rank", timeout=120)
+        # The trace is on disk a moment before the record says its window is complete: wait for the
+        # record (a SIGTERM in between left rank 1's window recorded incomplete, its trace whole).
+        wait_for(lambda: _windows_complete(out, 2), "both records' windows complete", timeout=120)
     finally:
         launcher.terminate()
         launcher.communicate(timeout=120)
