@@ -83,19 +83,8 @@ STEP_TRACE_TIME_HEADERS = {
         "Communication(Not Overlapped and Exclude Receive)",
         "Preparing",
     ],
-    "2.4.0": [
-        "Step",
-        "Computing",
-        "Communication(Not Overlapped)",
-        "Overlapped",
-        "Communication",
-        "Free",
-        "Stage",
-        "Bubble",
-        "Communication(Not Overlapped and Exclude Receive)",
-        "Preparing",
-    ],
 }
+STEP_TRACE_TIME_HEADERS["2.4.0"] = STEP_TRACE_TIME_HEADERS["2.14.0"][1:]  # the same, without Device_id
 STEP_TRACE_TIME_HEADER = STEP_TRACE_TIME_HEADERS["2.14.0"]
 #: OP Type -> (count, total us): a window's kernels, what op_statistic.csv says and the top operators.
 OPERATORS = {"MatMulV2": (4, 812.5), "Add": (8, 96.25), "Cast": (2, 12.0)}
