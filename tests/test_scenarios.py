@@ -222,4 +222,4 @@ def test_a_stage_that_never_runs_is_named_and_the_others_are_profiled(out):
     assert code == 1
     (problem,) = report["problems"]
     assert "stage update (rl_lib:Learner.updat)" in problem
-    assert "not found: rl_lib.Learner has no attribute 'updat'" in problem
+    assert "not found: rl_lib.Learner has no attribute 'updat' (did you mean 'update'?)" in problem

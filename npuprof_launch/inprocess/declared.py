@@ -117,6 +117,22 @@ def replaces_optimizer_clock(environ) -> bool:
     return scenario in ("infer", "rl") or bool(environ.get(names.TARGET_VAR, "").strip())
 
 
+def _did_you_mean(parent: object, part: str) -> str:
+    """`` (did you mean 'step'?)`` with the closest names of ``parent`` (a misspelt --target), or ``""``;
+    difflib is imported here only, on the way to saying the target was not found."""
+    import difflib
+
+    try:
+        if isinstance(parent, type):
+            known = {name for klass in parent.__mro__ for name in vars(klass)}
+        else:
+            known = set(dir(parent))
+    except Exception:  # noqa: BLE001 - an object whose attributes cannot be listed: no suggestion
+        return ""
+    near = difflib.get_close_matches(part, sorted(name for name in known if not name.startswith("__")), n=2)
+    return f" (did you mean {' or '.join(repr(name) for name in near)}?)" if near else ""
+
+
 def lookup(owner: object, qualname: str) -> object:
     """The function ``qualname`` names in ``owner``, found where wrapt will patch it.
 
@@ -137,7 +153,7 @@ def lookup(owner: object, qualname: str) -> object:
         else:
             found = getattr(parent, part, _MISSING)
         if found is _MISSING:
-            raise LookupError(f"{path} has no attribute {part!r}")
+            raise LookupError(f"{path} has no attribute {part!r}{_did_you_mean(parent, part)}")
         path = f"{path}.{part}"
     function = found.__func__ if isinstance(found, (classmethod, staticmethod)) else found
     if isinstance(function, type):
