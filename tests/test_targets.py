@@ -286,6 +286,7 @@ def test_a_target_that_makes_no_step_is_named_with_the_reason(out, target, reaso
         ["--target", target, "--output-dir", out], [TARGET_JOB, "function", "--calls", "3"], env=lib_env()
     )
     assert f"--target {target} made no step" in result.stderr and reason in result.stderr
+    assert "imported torch but never stepped" not in result.stderr, "the one process is the problem's, not an idle one"
     assert step_counts(out) == []
     code, report = check_json(out)
     assert code == 1

@@ -130,7 +130,8 @@ def problems_and_findings(report: dict) -> str:
     for name in report.get("replaced") or ():
         parts.append(f"<p>{esc(name)} replaced itself with os.exec and counted on there.</p>")
     if report.get("idle_processes"):
-        parts.append(f"<p>{count(report['idle_processes'], 'other process')} imported torch but never stepped.</p>")
+        other = "other process" if report.get("processes") else "process"
+        parts.append(f"<p>{count(report['idle_processes'], other)} imported torch but never stepped.</p>")
     parts.append("</section>\n")
     return "".join(parts)
 

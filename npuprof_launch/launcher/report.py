@@ -84,7 +84,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     processes.sort(key=_order)
     problems.extend((None, problem) for problem in _excluded_problems(excluded, processes))
     idle = [line for line in log if line.get("event") == processlog.IDLE]
-    declared = _declared_problems(records, idle, run)
+    declared, told = _declared_problems(records, idle, run)
     problems.extend((None, problem) for problem in declared)
     full = windowfiles.full_disk(output_dir)  # its effects (no record, no trace) would be told as causes
     if not processes and not excluded and not declined and not declared and not replaced and not full:
@@ -153,7 +153,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         "job": job,
         "processes": processes,
         "replaced": [_label(r) for r in replaced],
-        "idle_processes": sum(1 for line in idle if not line.get("stepped")),
+        "idle_processes": sum(1 for line in idle if not line.get("stepped") and id(line) not in told),
         "left_out": _left_out(excluded),
         "run": run,
         "run_id": reported,
@@ -524,8 +524,9 @@ def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]
     return [f"--ranks {wanted} matched no process; the ranks that stepped were {ranks or 'none known'}"]
 
 
-def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) -> list[str]:
-    """Each declared function (--target, a stage) that made no step in any process, and why.
+def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) -> tuple[list[str], set[int]]:
+    """Each declared function (--target, a stage) that made no step in any process, and why; and
+    the processes these name (the ids of their lines), counted there and not again as idle.
 
     A process that never called it is not a problem by itself (an API server never runs the
     model), so the reasons only matter when no process at all stepped the function; the most
@@ -534,10 +535,12 @@ def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) 
     """
     stepped = {(r.get("stage"), r.get("target")) for r in records if r.get("target")}
     reasons: dict[tuple, dict[str, int]] = {}
+    told: set[int] = set()
     for line in idle:
         for item in line.get("declared") or ():
             key = (item.get("stage"), item.get("target"))
             if key not in stepped:
+                told.add(id(line))
                 counts = reasons.setdefault(key, {})
                 counts[item.get("reason")] = counts.get(item.get("reason"), 0) + 1
     ended = _how_the_job_ended(run)
@@ -550,7 +553,7 @@ def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) 
         )
         prefix = f"{ended}; " if ended else ""
         problems.append(f"{prefix}{what} made no step in any process, so nothing was profiled for it: {why}")
-    return problems
+    return problems, told
 
 
 _REASON_ORDER = {"not found": 0, "never called": 1, "never imported": 2}

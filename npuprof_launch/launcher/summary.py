@@ -79,7 +79,9 @@ def format_table(report: dict, verbose: bool = False) -> str:
         )
     if report.get("idle_processes"):
         n = report["idle_processes"]
-        lines.append(f"  {wording.count(n, 'other process')} imported torch but never stepped")
+        lines.append(
+            f"  {wording.count(n, 'other process' if processes else 'process')} imported torch but never stepped"
+        )
     if report.get("findings"):
         lines.append(f"{names.VOICE} findings:")
         lines.extend(f"  - {finding}" for finding in report["findings"])
