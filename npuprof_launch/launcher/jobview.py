@@ -225,7 +225,7 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
     """Spikes grouped by step across ranks (lockstep spreads one rank's spike to all), worst first;
     and apart, those beside the tool's aftercare that the step times cannot tell from its cost
     (findings.spike_beside_aftercare): a rank's spike there is named only on its own evidence;
-    and those a wait for a CPU explains (_waited_for_a_cpu): the rank's own, or in lockstep the wait
+    and those a wait for a CPU explains: the rank's own, or in lockstep the wait (_waited_for_theirs)
     of the rank it waited for; never one rank's stall by another's wait out of lockstep (tried: two
     ranks training alone, rank 1 slept 0.6 s in step 7 and rank 0's small wait there made the step
     undecidable on both). Third, the spikes that
@@ -268,14 +268,16 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
             owner[id(item)] = (process, stats["median_s"])
     grouped, undecidable = [], []
     for (stage, step), items in by_step.items():
-        waited = [item for item in items if _waited_for_a_cpu(item, items, owner)]
+        own = [item for item in items if _own_wait_explains(item)]
+        mine = {id(item) for item in own}
+        waited = [item for item in items if id(item) in mine or _waited_for_theirs(item, own, owner)]
         if waited:
             group = _spike_group(dict(stage), step, waited)
             group["cpu_wait"] = True
-            own = [item for item in waited if _own_wait_explains(item)]
             group["undecidable"] = max(own, key=lambda item: item["cpu_wait_s"])["cpu_verdict"][1]
             undecidable.append(group)
-        rest = [item for item in items if not any(item is other for other in waited)]
+        told = {id(item) for item in waited}
+        rest = [item for item in items if id(item) not in told]
         named = [item for item in rest if item.get("verdict", (True, ""))[0]]
         unnamed = [item for item in rest if not item.get("verdict", (True, ""))[0]]
         if named:
@@ -302,21 +304,17 @@ def _own_wait_explains(item: dict) -> bool:
     return not item.get("cpu_verdict", (True, ""))[0]
 
 
-def _waited_for_a_cpu(item: dict, items: list[dict], owner: dict[int, tuple[dict, float]]) -> bool:
-    """Whether a wait for a CPU explains a rank's spike: its own; or, ranks not known to be apart
-    (lockstep.apart), the wait of another rank at that step whose own spike it explains, when it
-    takes this one's under the spike bar too: that rank was runnable and unscheduled, and this one
-    waited for it in a collective. Another rank's shorter wait never explains a longer stall."""
-    if _own_wait_explains(item):
-        return True
+def _waited_for_theirs(item: dict, own: list[dict], owner: dict[int, tuple[dict, float]]) -> bool:
+    """Whether another rank's wait for a CPU explains this rank's spike: ranks not known to be apart
+    (lockstep.apart), a rank whose own spike its wait explains (``own``, at that step), when that
+    wait takes this one's under the spike bar too: that rank was runnable and unscheduled, and this
+    one waited for it in a collective. Another rank's shorter wait never explains a longer stall."""
     process, median = owner[id(item)]
     bar = stepstats.spike_bar(median)
-    for other in items:
-        if other is item or not _own_wait_explains(other) or lockstep.apart(process, owner[id(other)][0]):
-            continue
-        if item["step_s"] - other["cpu_wait_s"] <= bar:
-            return True
-    return False
+    return any(
+        item["step_s"] - other["cpu_wait_s"] <= bar and not lockstep.apart(process, owner[id(other)][0])
+        for other in own
+    )
 
 
 def _period(spikes: list[dict]) -> dict | None:

@@ -370,7 +370,7 @@ class NpuBackend:
 
     def __init__(self, note_warning, note_profiler=None) -> None:
         self.note_warning = note_warning
-        self.note_profiler = note_profiler or (lambda kind, text: note_warning(f"torch_npu logged: {text}"))
+        self.note_profiler = note_profiler or (lambda kind, text: note_warning(names.NPU_LOGGED + text))
         #: torch_npu's trace handler, made by ``build`` (export follows build).
         self._handler: Callable[..., object] | None = None
         self._reported: set[str] = set()
