@@ -284,3 +284,19 @@ class ReleaseSource:
         value = "<required>" if required else self.evaluate(default)
         annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
         return Parameter(arg.arg, kind, value, annotation)
+
+
+_READ: dict[str, ReleaseSource] = {}
+
+
+def release_source(version: str) -> ReleaseSource:
+    """One release's sources, read once per test process; skips the test asking when its wheel
+    cannot be fetched (no package index)."""
+    if version not in _READ:
+        try:
+            _READ[version] = ReleaseSource(version, sources(version))
+        except RuntimeError as exc:
+            import pytest
+
+            pytest.skip(f"cannot fetch the torch_npu {version} wheel (needs PyPI): {exc}")
+    return _READ[version]

@@ -25,20 +25,19 @@ from npu_wheels import (
     SOURCE_DIRS,
     UNKNOWN,
     ReleaseSource,
-    sources,
+    release_source,
 )
 
 from npuprof_launch.common import options
 from npuprof_launch.inprocess.backends import npu
 
 STANDIN = os.path.join(ROOT, "tests", "standin")
-_sources: dict[str, ReleaseSource] = {}
 
 
 @pytest.fixture(scope="session", params=RELEASES)
 def release(request) -> ReleaseSource:
     """One real release's sources; the wheel is downloaded once and kept in the cache."""
-    return _release(request.param)
+    return release_source(request.param)
 
 
 def config(**given: str) -> options.Config:
@@ -134,7 +133,7 @@ def test_every_plan_uses_only_what_the_release_defines(release):
 
 
 @pytest.mark.parametrize("export_types", [None, ("text",), ("db",), ("text", "db")])
-def test_offline_analyse_call_fits_the_release(release, export_types):
+def test_offline_analyse_call_fits_therelease_source(release, export_types):
     kwargs, notes = npu.analyse_call("/data/out", export_types, release.version, npu.capabilities(release.version))
     assert violations(release, "profiler.analyse", kwargs) == []
     if export_types and "export_type" not in kwargs:
@@ -240,10 +239,7 @@ print(json.dumps({
 
 @pytest.mark.parametrize("version", ["2.14.0", "2.4.0"])
 def test_the_standin_has_the_api_of_the_release_it_imitates(version):
-    try:
-        real = _sources.get(version) or ReleaseSource(version, sources(version))
-    except RuntimeError as exc:
-        pytest.skip(f"cannot fetch the torch_npu {version} wheel (needs PyPI): {exc}")
+    real = release_source(version)
     env = clean_env(PYTHONPATH=STANDIN, TORCH_NPU_STANDIN_VERSION=version)
     result = subprocess.run(
         [PYTHON, "-c", DUMP % (list(CONSTANT_CLASSES),)], env=env, capture_output=True, text=True, timeout=300
@@ -319,22 +315,12 @@ def test_checked_in_sources_are_whole_and_say_where_they_came_from(version):
 # -- torch_npu's msPTI profiler for plain torch.profiler (the torch backend's --activities npu) ---
 
 
-def _release(version: str) -> ReleaseSource:
-    """One release's sources, read once; skips the test when its wheel cannot be fetched."""
-    if version not in _sources:
-        try:
-            _sources[version] = ReleaseSource(version, sources(version))
-        except RuntimeError as exc:
-            pytest.skip(f"cannot fetch the torch_npu {version} wheel (needs PyPI): {exc}")
-    return _sources[version]
-
-
 @pytest.mark.parametrize("version", [*RELEASES, *MSPTI_BOUNDARY])
 def test_the_mspti_table_agrees_with_the_sources(version):
     """npu.MSPTI_PROFILER says which releases register an msPTI profiler for PrivateUse1; each
     release's own files must agree (the header the torch backend looks for, and the compiled
     registration), and every release renames PrivateUse1 to npu."""
-    facts = _release(version).mspti()
+    facts = release_source(version).mspti()
     assert facts["npu_backend"], f"torch_npu {version} does not rename PrivateUse1 to npu"
     in_sources = facts["header"] and facts["registered"]
     assert facts["header"] == facts["registered"], f"torch_npu {version}: {facts}"
@@ -350,7 +336,7 @@ def test_2_14_registers_its_mspti_profiler_for_privateuse1():
     """What --backend torch --activities cpu,npu relies on, in the newest release on PyPI: the
     header under the installed package (torch.py looks for MSPTI_PROFILER.owner), the profiler
     compiled into libtorch_npu.so, its libmspti.so condition, and the rename to npu."""
-    release = _release("2.14.0")
+    release = release_source("2.14.0")
     assert release.read("torch_npu/" + npu.MSPTI_PROFILER.owner) is not None
     assert npu.MSPTI_PROFILER.attr.encode() in release.read("torch_npu/" + npu.MSPTI_PROFILER.owner)
     assert release.mspti() == {"header": True, "registered": True, "libmspti": True, "npu_backend": True}
@@ -399,7 +385,7 @@ STEP_PROBE = (
 
 @pytest.mark.parametrize("version", ["2.14.0", "2.4.0"])
 def test_the_standin_has_the_step_counter_of_the_release_it_imitates(version):
-    real = _release(version)
+    real = release_source(version)
     env = clean_env(PYTHONPATH=STANDIN, TORCH_NPU_STANDIN_VERSION=version)
     probe = STEP_PROBE % (npu.STEP_OFFSET, npu.STEP_RANGE)
     result = subprocess.run([PYTHON, "-c", probe], env=env, capture_output=True, text=True, timeout=300)

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 import npu_layout
 import pytest
 from conftest import PYTHON, clean_env
-from npu_wheels import UNKNOWN, ReleaseSource, sources
+from npu_wheels import UNKNOWN, ReleaseSource, release_source
 
 from npuprof_launch.common import deliverables
 
@@ -33,18 +33,11 @@ ANALYSIS = PROFILER + "analysis/"
 WHEN = datetime(2026, 1, 2, 20, 4, 5, 678901, tzinfo=timezone.utc)
 ZONE = "Asia/Shanghai"
 WORKERS = ["node1_rank0_pid42", None]
-_sources: dict[str, ReleaseSource] = {}
 
 
 @pytest.fixture(scope="module", params=["2.14.0", "2.4.0"])
 def release(request) -> ReleaseSource:
-    version = request.param
-    if version not in _sources:
-        try:
-            _sources[version] = ReleaseSource(version, sources(version))
-        except RuntimeError as exc:
-            pytest.skip(f"cannot fetch the torch_npu {version} wheel (needs PyPI): {exc}")
-    return _sources[version]
+    return release_source(request.param)
 
 
 # -- what the stand-in does, in a process of its own (importing it imports torch) ---------------
