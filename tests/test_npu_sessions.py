@@ -133,6 +133,9 @@ def test_raw_data_kept_ends_with_the_job_and_is_told_as_kept(kept_raw):
     said = "npuprof: 1 NPU session kept as raw data, unparsed as --no-analyse asked; "
     said += f"npuprof-run --analyse {out} parses it"
     assert said in result.stderr.splitlines(), result.stderr
+    with open(os.path.join(out, "npuprof_report.html")) as handle:
+        page = handle.read()
+    assert "<b>Raw NPU data</b>: 1 session kept unparsed" in page and f"npuprof-run --analyse {out}" in page
 
 
 @pytest.mark.xdist_group("npu_sessions")

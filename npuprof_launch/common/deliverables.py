@@ -242,11 +242,18 @@ def _profiler_info(path: str, names: list[str]) -> dict | None:
 
 def recorded_export_types(path: str) -> tuple[str, ...]:
     """The export types torch_npu recorded for a session in its profiler_info*.json (text if unknown)."""
+    return _export_types(_read_info(path))
+
+
+def _read_info(path: str) -> dict | None:
     try:
-        info = _profiler_info(path, os.listdir(path)) or {}
+        return _profiler_info(path, os.listdir(path))
     except OSError:
-        info = {}
-    experimental = (info.get("config") or {}).get("experimental_config") or {}
+        return None
+
+
+def _export_types(info: dict | None) -> tuple[str, ...]:
+    experimental = ((info or {}).get("config") or {}).get("experimental_config") or {}
     value = experimental.get("_export_type") if isinstance(experimental, dict) else None
     if isinstance(value, str):
         value = [value]
@@ -405,11 +412,8 @@ def looks_parsed(path: str) -> bool:
         return False
     if ANALYSE_DONE in present:
         return True
-    export_types = recorded_export_types(path)
-    try:
-        info = _profiler_info(path, os.listdir(path))
-    except OSError:
-        info = None
+    info = _read_info(path)
+    export_types = _export_types(info)
     if "text" in export_types and not {TRACE_VIEW, *_expected_csvs(info)} <= present:
         return False
     return "db" not in export_types or any(name.startswith(DB_PREFIX) for name in present)

@@ -24,7 +24,7 @@ import urllib.parse
 
 from npuprof_launch.common import findings as verdicts
 from npuprof_launch.common import names, stepstats
-from npuprof_launch.launcher import jobview, runs, windowfiles, wording
+from npuprof_launch.launcher import jobview, runs, wording
 from npuprof_launch.launcher.htmlgrid import median_s, process_label, process_windows
 
 #: Operators shown per process in the table.
@@ -279,8 +279,9 @@ def _link(path: str, out: str) -> str:
     return f'<a href="{esc(href)}" title="{esc(rel)}">{esc(os.path.basename(rel.rstrip("/")))}</a>{kind}'
 
 
-def how_to_open(processes: list[dict], out: str) -> str:
-    """How to open the traces that this run left (torch, NPU), and the same report as text."""
+def how_to_open(processes: list[dict], out: str, raw: dict | None = None) -> str:
+    """How to open the traces that this run left (torch, NPU), and the same report as text;
+    ``raw``: the report's ``raw_kept`` (NPU sessions to parse first)."""
     backends = {p.get("backend") for p in processes if p.get("traces")}
     items = []
     if "npu" not in backends or "torch" in backends:
@@ -290,7 +291,6 @@ def how_to_open(processes: list[dict], out: str) -> str:
             "in the browser). The links above point at the files beside this page: save or copy them from there. "
             "All ranks side by side: Holistic Trace Analysis (npuprof-launch's docs/output.md).</li>"
         )
-    raw = windowfiles.raw_kept(processes, out)
     if raw:
         which = "it" if raw["sessions"] == 1 else "them"
         items.append(
