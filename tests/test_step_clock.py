@@ -112,3 +112,35 @@ def test_a_window_over_several_repeats_labels_every_step(out):
         ["iteration#6", "job_iteration_6"],
         ["iteration#7", "job_iteration_7"],
     ]
+
+
+SCALER_WARNS = """
+import torch
+class Scaler(torch.amp.GradScaler):  # a job's own subclass, defined after the hook armed the clock
+    def step(self, optimizer, *args, **kwargs):
+        return super().step(optimizer, *args, **kwargs)
+scaler = Scaler("cuda", enabled=True)  # on a CPU: torch warns that CUDA is not available
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(5):
+    scaler.scale(model(torch.randn(2, 4)).sum()).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
+print("done")
+"""
+
+
+def test_a_warning_torch_raises_while_a_scaler_is_built_names_torchs_file_as_bare(out):
+    """The scalers' steps are counted without a frame of ours in their construction: nanoGPT's
+    scaler on a CPU warned from npuprof_launch/inprocess/optimizerclock.py, bare from torch's."""
+    bare = bare_run(["-c", SCALER_WARNS])
+    assert_ok(bare)
+    flags = ["--skip-first", "1", "--active", "2", "--output-dir", out]
+    result = npuprof([*flags, "--", sys.executable, "-c", SCALER_WARNS])
+    assert_ok(result)
+    warned = [line for line in bare.stderr.splitlines() if "Warning" in line]
+    assert warned and all(line in result.stderr.splitlines() for line in warned), (warned, result.stderr)
+    assert "npuprof_launch" not in "".join(line for line in result.stderr.splitlines() if "Warning" in line)
+    (record,) = status_records(out)
+    assert record["steps"] == 5, "each scaler.step of the job's own subclass counts one step"

@@ -61,6 +61,8 @@ RETURNS = {
 #: uses ``GradScaler``). ``__enter__`` and ``__exit__`` are not among them.
 GENERIC = {
     "__init__",
+    "__init_subclass__",
+    "__subclasses__",
     "__base__",
     "__bases__",
     "__mro__",

@@ -440,33 +440,44 @@ def _counting(clock: OptimizerClock, step, key_of):
 
 
 def _watch_grad_scalers(clock: OptimizerClock) -> None:
-    """Wrap the ``step`` of every GradScaler class when its first instance is made.
+    """Wrap the ``step`` of every GradScaler class: the base, each subclass there is now, and each
+    one defined later (``__init_subclass__``).
 
     ``torch.amp.GradScaler`` (torch >= 2.3; ``torch.cuda.amp.GradScaler`` before) is the base;
-    torch_npu's GradScaler and a job's own subclass may override ``step``. Patching ``__init__``
-    finds each class in use, whatever imported it and when.
+    torch_npu's GradScaler and a job's own subclass may override ``step``. Classes, not
+    instances: a wrapper of ``__init__`` was a frame of ours in every scaler's construction, and a
+    warning torch raises there (nanoGPT's scaler on a CPU: "CUDA is not available") named
+    optimizerclock.py instead of torch's grad_scaler.py, as it does bare.
     """
     base = _grad_scaler_base(clock._torch)
-    if base is None or getattr(base.__init__, "_npuprof_counted", False):
+    if base is None or getattr(base, "_npuprof_watched", False):
         return
-    import functools
 
-    init = base.__init__
-
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        init(self, *args, **kwargs)
+    def count_steps_of(klass: type) -> None:
         try:
-            for klass in type(self).__mro__:
-                step = vars(klass).get("step")
-                if step is not None and not getattr(step, "_npuprof_counted", False):
-                    # mypy sees a bare type; this class has a step (vars(klass) above)
-                    klass.step = _counting(clock, step, lambda args: args[1] if len(args) > 1 else args[0])  # type: ignore[attr-defined]
+            step = vars(klass).get("step")
+            if step is not None and not getattr(step, "_npuprof_counted", False):
+                # mypy sees a bare type; this class has a step (vars(klass) above)
+                klass.step = _counting(clock, step, lambda args: args[1] if len(args) > 1 else args[0])  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - a scaler must work whatever happens to us
             clock._say(f"GradScaler steps are not counted: {exc!r}")
 
-    __init__._npuprof_counted = True  # type: ignore[attr-defined]  # a mark on the function, read with getattr
-    base.__init__ = __init__
+    pending = [base]
+    while pending:
+        klass = pending.pop()
+        count_steps_of(klass)
+        pending.extend(klass.__subclasses__())
+    own = vars(base).get("__init_subclass__")  # torch's, if a release gives one; else object's
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        if own is not None:
+            own.__func__(cls, **kwargs)
+        else:
+            super(base, cls).__init_subclass__(**kwargs)
+        count_steps_of(cls)
+
+    base.__init_subclass__ = classmethod(__init_subclass__)
+    base._npuprof_watched = True
 
 
 def _grad_scaler_base(torch_module):
