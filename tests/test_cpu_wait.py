@@ -36,8 +36,11 @@ def test_a_step_spent_waiting_for_a_cpu_is_told_apart_and_a_sleep_is_the_jobs_sp
     assert 12 in told and 12 not in named, job
     assert "waiting for a CPU; under the spike bar" in told[12]["undecidable"]
     assert any(line.startswith("step") and "12" in line for line in job["cpu_wait_lines"]), job["cpu_wait_lines"]
-    said = result.stderr.split(f"  {findings.CPU_WAIT_MEANING}:\n", 1)
-    assert len(said) == 2 and said[1].startswith("    step"), result.stderr
+    waits = [note for note in report["notes"] if note["kind"] == "cpu_wait"]
+    assert any(12 in note["steps"] and note["evidence"]["spikes"] for note in waits), report["notes"]
+    assert any(line.startswith("  ") and "told apart" in line for line in result.stderr.splitlines()), result.stderr
+    explained = npuprof(["--check", out, "--explain"]).stdout
+    assert f"  - {findings.CPU_WAIT_MEANING}: step" in explained, explained
     # On a loaded machine other steps may wait for a CPU too (told apart as well) or spike on their own.
     worst = max(job["spikes"], key=lambda spike: spike["vs_median"])["step"]
     assert suggestions(result.stderr) == [

@@ -22,6 +22,7 @@ from conftest import (
     script,
     status_records,
     step_spans,
+    texts,
     torch_traces,
     windows,
 )
@@ -55,7 +56,7 @@ def test_os_exit_inside_the_window_keeps_the_whole_steps_it_recorded(out):
     assert len(torch_traces(out)) == 1
     code, report = check_json(out)
     assert code == 1
-    assert any("cut short by os._exit at step 4" in p and "steps 3-4" in p for p in report["problems"]), report
+    assert any("cut short by os._exit at step 4" in p and "steps 3-4" in p for p in texts(report["problems"])), report
     assert "run more steps" not in result.stderr
 
 
@@ -102,7 +103,7 @@ def test_a_process_that_re_executes_itself_after_opening_a_window_accounts_for_b
     shown = [t for process in report["processes"] for t in process["traces"]]
     assert shown == old["traces"]
     if not passed:
-        (problem,) = report["problems"]
+        (problem,) = texts(report["problems"])
         assert "before its os.exec" in problem and "cut short by os.exec at step 3" in problem, problem
     assert "run more steps" not in result.stderr
     spans = [tuple(map(int, span)) for span in re.findall(r"steps (\d+)-(\d+)", result.stderr)]

@@ -30,6 +30,7 @@ from conftest import (
     status_records,
     step_counts,
     step_spans,
+    texts,
     torch_traces,
 )
 
@@ -212,7 +213,7 @@ def test_a_keras_job_is_told_the_target_that_runs_its_steps_and_that_target_work
     first = npuprof(["--output-dir", out, "--", sys.executable, script("keras_job.py")], env=env)
     code, report = check_json(out)
     assert code == 1 and not report["passed"]
-    (reason,) = report["problems"]
+    (reason,) = texts(report["problems"])
     target = "keras.src.backend.torch.trainer:TorchTrainer.train_step"
     assert f"it imported keras, whose steps are not torch.optim's: pass --target {target}" in reason, reason
     assert target in first.stderr

@@ -23,10 +23,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, assert_ok, npuprof, slow_rank_evidence
+from conftest import ROOT, assert_ok, npuprof, slow_rank_evidence, texts
 
 from npuprof_launch.common import names, record, steptimes
-from npuprof_launch.launcher import htmlreport, report
+from npuprof_launch.launcher import answer, htmlreport, report
 
 
 def _chromium() -> str | None:
@@ -136,7 +136,7 @@ def test_real_run_writes_one_self_contained_page(stragglers):
     assert "ui.perfetto.dev" in text and "Open trace file" in text
     for suggestion in stragglers["job"]["suggestions"]:
         assert html.escape(suggestion) in text
-    for finding in stragglers["findings"]:
+    for finding in texts(stragglers["findings"]):
         assert html.escape(finding) in text
 
 
@@ -277,7 +277,10 @@ def thousand_ranks(tmp_path_factory) -> dict:
     }
     return {
         "passed": True,
-        "findings": ["rank 517 is the slowest", "step 54321: all 1024 ranks, 11.8x the median"],
+        "findings": [
+            answer.item("slow_rank", "rank 517 is the slowest", [517]),
+            answer.item("spike", "step 54321: all 1024 ranks, 11.8x the median", range(1024), [54321]),
+        ],
         "problems": [],
         "job": job,
         "processes": processes,
@@ -346,8 +349,9 @@ def test_everything_from_the_job_is_escaped(tmp_path):
     }
     page = {
         "passed": False,
-        "findings": [evil],
-        "problems": [evil],
+        "findings": [answer.item("spike", evil, [0], [2])],
+        "problems": [answer.item("trace_problem", evil, [0])],
+        "notes": [answer.item("cpu_wait", evil, [0], [3])],
         "job": {"ranks": 1, "hosts": 1, "steps": 3, "spikes": [], "slow_ranks": [], "suggestions": [evil]},
         "processes": [process],
         "run": {"command": ["python", evil]},

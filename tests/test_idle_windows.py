@@ -14,7 +14,18 @@ import signal
 import subprocess
 import time
 
-from conftest import PYTHON, ROOT, check_json, clean_env, npuprof, script, status_records, step_spans, torch_traces
+from conftest import (
+    PYTHON,
+    ROOT,
+    check_json,
+    clean_env,
+    npuprof,
+    script,
+    status_records,
+    step_spans,
+    texts,
+    torch_traces,
+)
 
 IDLE = script("idle_rank.py")
 WINDOW = ["--skip-first", "0", "--active", "3", "--target", "__main__:handle"]
@@ -41,7 +52,7 @@ def test_an_idle_ranks_window_is_saved_at_its_end_with_the_reason(out):
     assert "at step 2, " in result.stderr and "s after its last step" in result.stderr
     code, report = check_json(out)
     assert code == 1
-    (problem,) = report["problems"]
+    (problem,) = texts(report["problems"])
     assert "stopped stepping after step 2, inside a window" in problem and "--window-timeout" in problem, problem
     assert "run more steps" not in problem
 
@@ -79,7 +90,9 @@ def test_window_timeout_saves_the_window_while_the_rank_idles_and_a_later_step_d
     assert again == [{"kind": "stepped_after_timeout", "step": 3, "closed_at": 2}]
     assert "window cut short by --window-timeout 2 (no step for" in stderr
     _, report = check_json(out)
-    assert any("cut short by --window-timeout 2" in problem for problem in report["problems"]), report["problems"]
+    assert any("cut short by --window-timeout 2" in problem for problem in texts(report["problems"])), report[
+        "problems"
+    ]
 
 
 def test_window_timeout_under_the_optimizer_clock_closes_when_a_long_call_returns_and_the_next_window_runs(out):

@@ -7,7 +7,7 @@ import glob
 import os
 
 import pytest
-from conftest import PYTHON, assert_ok, bare_run, check_json, npuprof, script, status_records, step_counts
+from conftest import PYTHON, assert_ok, bare_run, check_json, npuprof, script, status_records, step_counts, texts
 from npu_standin import calls, only, standin_env
 
 TRAIN = script("train_loop.py")
@@ -198,7 +198,7 @@ def test_another_profiler_owns_the_process(out, record, bare_stdout, tmp_path, v
     assert status["state"] == "off" and variable in status["declined"]
     assert status["warnings"] == [status["declined"]] and status["steps"] == int(STEPS)
     code, report = check_json(out)
-    assert code == 1 and any("not profiled" in p and variable in p for p in report["problems"])
+    assert code == 1 and any("not profiled" in p and variable in p for p in texts(report["problems"]))
 
 
 def test_a_daemon_flag_of_0_is_no_conflict(out, record):
@@ -256,5 +256,5 @@ def test_an_error_torch_npus_profiler_prints_reaches_the_record_and_fails_check(
     code, report = check_json(out)
     assert code == 1
     # Printed in the job's process and logged by the parse: told once, as the log has it.
-    told = [p for p in report["problems"] if problem in p]
+    told = [p for p in texts(report["problems"]) if problem in p]
     assert len(told) == 1 and "torch_npu logged:" in told[0], report["problems"]

@@ -16,7 +16,7 @@ import sys
 import time
 
 import pytest
-from conftest import PYTHON, assert_ok, bare_run, check_json, npuprof, script, status_records
+from conftest import PYTHON, assert_ok, bare_run, check_json, npuprof, script, status_records, texts
 from npu_standin import calls, standin_env
 
 from npuprof_launch.common import deliverables, names
@@ -185,7 +185,7 @@ def test_a_parse_that_logs_an_error_fails_check_with_its_line(out, tmp_path):
     assert deliverables.npu_log_errors(session), "the stand-in logged it where torch_npu does"
     code, report = check_json(out)
     assert code == 1
-    told = [p for p in report["problems"] if problem in p]
+    told = [p for p in texts(report["problems"]) if problem in p]
     assert len(told) == 1 and "torch_npu logged:" in told[0], "told once, as the parse's log has it"
 
 

@@ -4,7 +4,6 @@ profiler's own errors. Real runs, a real tmpfs where the test may mount one, rea
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import signal
@@ -13,7 +12,17 @@ import sys
 import time
 
 import pytest
-from conftest import assert_ok, bare_run, check_json, clean_env, npuprof, script, status_records, torch_traces
+from conftest import (
+    answer_json,
+    assert_ok,
+    bare_run,
+    check_json,
+    clean_env,
+    npuprof,
+    script,
+    status_records,
+    torch_traces,
+)
 
 from npuprof_launch.common import deliverables
 from npuprof_launch.inprocess import aftercare
@@ -152,7 +161,7 @@ def test_check_over_a_big_output_shows_progress_on_stderr_and_keeps_json_clean(t
     synthetic_output.write_output(str(tmp_path), 200, 1.0)
     result = npuprof(["--check", str(tmp_path), "--json", "--deep"])
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = answer_json(result.stdout)
     assert len(report["processes"]) == 200
     lines = [line for line in result.stderr.splitlines() if "processes" in line]
     assert lines, result.stderr

@@ -176,3 +176,26 @@ def test_the_hta_script_reads_the_output(command, ranks, ran, tmp_path):
     if len(ranks) > 1:
         collectives = {rank: float(row[2]) for rank, row in rows.items()}
         assert min(collectives, key=collectives.get) == 2, shown.stdout
+
+
+def answer_lines(stderr: str) -> list[str]:
+    """The job's answer in a run's stderr: from the first ``npuprof:`` line on, the job's own lines
+    and the tool's lines while it ran (a window's cut, a warning) left out."""
+    lines = stderr.splitlines()
+    first = next(i for i, line in enumerate(lines) if re.match(r"npuprof: \d[\d,]* process(es)? profiled", line))
+    return lines[first:]
+
+
+def width_but_paths(line: str) -> int:
+    """A line's length, its paths (words with a slash) counted as nothing: they are never wrapped."""
+    return len(" ".join(word for word in line.split(" ") if "/" not in word))
+
+
+@pytest.mark.xdist_group(f"doc-example-{examples().index(SINGLE)}")
+def test_the_readme_first_run_answers_in_one_screen(ran):
+    """At most 8 lines of answer, none over 100 characters but for its paths, as the README shows it."""
+    result, _, _ = ran(SINGLE)
+    told = answer_lines(result.stderr)
+    assert len(told) <= 8 and all(width_but_paths(line) <= 100 for line in told), "\n".join(told)
+    shown = readme_text().split("weights sha256", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    assert 0 < len(shown) <= 8 and all(width_but_paths(line.strip()) <= 100 for line in shown), shown

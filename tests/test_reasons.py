@@ -17,7 +17,7 @@ import sys
 import time
 
 import pytest
-from conftest import PYTHON, check_json, clean_env, npuprof, script, status_records
+from conftest import PYTHON, check_json, clean_env, npuprof, script, status_records, texts
 
 TRAIN = script("train_loop.py")
 WRONG = ("--target MOD:QUALNAME", "run more steps", "lower --skip-first")
@@ -47,7 +47,7 @@ def test_a_launch_script_that_replaces_pythonpath(tmp_path, out):
     assert "no Python process loaded the hook" in text and "replaces PYTHONPATH" in text
     assert_no_wrong_advice(text)
     code, report = check_json(out)
-    assert code == 1 and any("no Python process loaded the hook" in p for p in report["problems"])
+    assert code == 1 and any("no Python process loaded the hook" in p for p in texts(report["problems"]))
 
 
 def test_python_isolated_mode(out):
@@ -99,7 +99,7 @@ def test_a_job_that_fails_in_its_window_is_told_first(out, action, status, says)
     assert says in text, text
     assert_no_wrong_advice(text)
     code, report = check_json(out)
-    assert code == 1 and any(says in p for p in report["problems"]), report["problems"]
+    assert code == 1 and any(says in p for p in texts(report["problems"])), report["problems"]
 
 
 def test_sigint_in_the_window_is_an_interruption_with_what_was_kept(out):

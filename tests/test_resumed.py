@@ -15,7 +15,18 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import assert_ok, bare_run, check_json, npuprof, python, script, status_records, step_spans, torch_traces
+from conftest import (
+    assert_ok,
+    bare_run,
+    check_json,
+    npuprof,
+    python,
+    script,
+    status_records,
+    step_spans,
+    texts,
+    torch_traces,
+)
 
 JOB = script("resume_job.py")
 
@@ -77,6 +88,6 @@ def test_from_step_places_windows_by_the_jobs_steps_and_tells_one_already_passed
     assert (passed["first"], passed["last"], passed["began"]) == (4, 5, 6)
     code, report = check_json(out)
     assert code != 0 and not report["passed"], "a window asked for and never recorded fails the check"
-    (problem,) = report["problems"]
+    (problem,) = texts(report["problems"])
     assert "1 of 2 windows completed" in problem and "had passed before this process's first step" in problem
     assert "the job's step 6" in problem

@@ -22,6 +22,7 @@ from conftest import (
     once,
     script,
     status_records,
+    texts,
     torch_traces,
 )
 
@@ -72,15 +73,19 @@ def test_check_reports_the_latest_run_and_names_the_other(two_runs):
     assert {p["stage"] for p in report["processes"]} == {"rollout", "update"}
     assert older["command"][1] == TRAIN and older["processes"] == 1
     # Nothing of the training loop is compared with the RL job's stages.
-    assert not any("different steps" in finding for finding in report["findings"]), report["findings"]
+    assert not any(note["kind"] == "windows_differ" for note in report["notes"]), report["notes"]
     summary = npuprof(["--check", out])
-    assert f"1 other run in this directory, not in this report: {older['run_id']}" in summary.stdout
-    assert f"npuprof-run --check {out} --run {older['run_id']} reports one" in summary.stdout
+    assert (
+        f"npuprof: 1 other run in this directory: npuprof-run --check {out} --run {older['run_id']}\n" in summary.stdout
+    )
+    explained = npuprof(["--check", out, "--explain"])
+    assert f"1 other run in this directory, not in this report: {older['run_id']}" in explained.stdout
+    assert f"npuprof-run --check {out} --run {older['run_id']} reports one" in explained.stdout
     with open(os.path.join(out, "npuprof_report.html")) as handle:
         page = handle.read()
     assert "other runs" in page and older["run_id"] in page
     # The launcher's own summary is of its own run, and names the one before it.
-    assert f"1 other run in this directory, not in this report: {older['run_id']}" in second.stderr
+    assert f"1 other run in this directory: npuprof-run --check {out} --run {older['run_id']}" in second.stderr
     assert "other run" not in first.stderr
 
 
@@ -120,7 +125,7 @@ def test_a_trace_no_record_accounts_for_is_named(tmp_path):
     shutil.copyfile(trace, stray)
     code, report = check_json(out)
     assert code == 1
-    (problem,) = report["problems"]
+    (problem,) = texts(report["problems"])
     assert problem.startswith("1 trace on disk that no status record accounts for") and problem.endswith(
         os.path.basename(stray)
     ), problem

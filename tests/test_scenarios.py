@@ -6,7 +6,7 @@ import os
 import sys
 
 import pytest
-from conftest import ROOT, assert_ok, bare_run, check_json, clean_env, npuprof, status_records, torch_traces
+from conftest import ROOT, assert_ok, bare_run, check_json, clean_env, npuprof, status_records, texts, torch_traces
 
 from npuprof_launch.common import deliverables, names, options, scenarios
 from npuprof_launch.launcher import readme
@@ -220,6 +220,6 @@ def test_a_stage_that_never_runs_is_named_and_the_others_are_profiled(out):
     assert len(stage_traces(out, "rollout")) == 1
     code, report = check_json(out)
     assert code == 1
-    (problem,) = report["problems"]
+    (problem,) = texts(report["problems"])
     assert "stage update (rl_lib:Learner.updat)" in problem
     assert "not found: rl_lib.Learner has no attribute 'updat' (did you mean 'update'?)" in problem

@@ -18,6 +18,7 @@ from conftest import (
     script,
     status_records,
     step_counts,
+    texts,
 )
 
 from npuprof_launch.common import deliverables
@@ -290,7 +291,7 @@ def test_a_target_that_makes_no_step_is_named_with_the_reason(out, target, reaso
     assert step_counts(out) == []
     code, report = check_json(out)
     assert code == 1
-    assert any(target in problem and reason in problem for problem in report["problems"]), report["problems"]
+    assert any(target in problem and reason in problem for problem in texts(report["problems"])), report["problems"]
 
 
 def test_range_mode_records_each_chosen_call_as_its_own_window(out):

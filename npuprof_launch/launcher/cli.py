@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
         usage="npuprof-run [OPTIONS] -- COMMAND [ARG ...]\n"
         "       npuprof-run --print-env [OPTIONS]\n"
-        "       npuprof-run --check DIR [--json] [--verbose] [--deep] [--run ID]\n"
+        "       npuprof-run --check DIR [--json] [--verbose] [--explain] [--deep] [--run ID]\n"
         "       npuprof-run --analyse DIR [--export-type T]\n"
         "       npuprof-run --trigger DIR [--active N] [--warmup N] [--wait N] [--ranks LIST] [--align N] "
         "[--timeout S]",
@@ -126,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     modes.add_argument("--json", action="store_true", default=None, help="with --check: print the report as JSON")
     modes.add_argument(
         "--verbose", action="store_true", default=None, help="with --check: a row for every process, not the first few"
+    )
+    modes.add_argument(
+        "--explain",
+        action="store_true",
+        default=None,
+        help="with a run or --check: the answer's notes whole (what was told apart from the findings, and why)",
     )
     modes.add_argument(
         "--deep",
@@ -231,6 +237,8 @@ def check_mode_arguments(namespace: argparse.Namespace, command: list[str]) -> s
         raise UsageError("--json goes with --check DIR: npuprof-run --check DIR --json")
     if namespace.verbose and mode != "--check":
         raise UsageError("--verbose goes with --check DIR: npuprof-run --check DIR --verbose")
+    if namespace.explain and mode not in (None, "--check"):
+        raise UsageError("--explain goes with a run or --check DIR: npuprof-run --check DIR --explain")
     if namespace.deep and mode != "--check":
         raise UsageError("--deep goes with --check DIR: npuprof-run --check DIR --deep")
     if namespace.run is not None and mode != "--check":
@@ -289,7 +297,14 @@ def _main(argv: list[str] | None) -> int:
     try:
         namespace, command, mode = parse(argv)
         if mode == "--check":
-            return check(namespace.check, bool(namespace.json), bool(namespace.verbose), namespace.deep, namespace.run)
+            return check(
+                namespace.check,
+                bool(namespace.json),
+                bool(namespace.verbose),
+                namespace.deep,
+                namespace.run,
+                explain=bool(namespace.explain),
+            )
         if mode == "--trigger":
             timeout = TRIGGER_TIMEOUT if namespace.timeout is None else namespace.timeout
             return trigger(namespace.trigger, resolve_config(namespace, os.environ), timeout, namespace.align)
@@ -324,7 +339,8 @@ def _main(argv: list[str] | None) -> int:
         wait_for_aftercare(output_dir, run_id)
         result = report.build(output_dir, run_id, run=run)
         result["html"] = write_html(result)
-        sys.stderr.write(summary.format_table(result) + "\n")
+        width = summary.WIDTH if sys.stderr.isatty() else None
+        sys.stderr.write(summary.format_table(result, explain=bool(namespace.explain), width=width) + "\n")
     except Exception as exc:  # noqa: BLE001 - the job's status matters more than our summary
         names.say(f"could not build the report: {exc!r}")
     return outcome["status"]
@@ -446,7 +462,12 @@ def _ranks_no_process_has(records: list[dict], ranks) -> str | None:
 
 
 def check(
-    directory: str, as_json: bool, verbose: bool = False, deep: bool | None = None, run_id: str | None = None
+    directory: str,
+    as_json: bool,
+    verbose: bool = False,
+    deep: bool | None = None,
+    run_id: str | None = None,
+    explain: bool = False,
 ) -> int:
     """``--check DIR``: the report of DIR's latest run, or of ``run_id``; exit 0 only when it passed."""
     import json
@@ -472,7 +493,8 @@ def check(
     if as_json:
         print(json.dumps(result, indent=1))
     else:
-        print(summary.format_table(result, verbose=verbose))
+        width = summary.WIDTH if sys.stdout.isatty() else None
+        print(summary.format_table(result, verbose=verbose, explain=explain, width=width))
         print(f"{names.VOICE} check " + ("passed" if result["passed"] else "FAILED"))
     return 0 if result["passed"] else 1
 

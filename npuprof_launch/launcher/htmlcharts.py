@@ -401,7 +401,7 @@ def median_chart(grid: Grid, job: dict) -> str:
         parts.append(
             '<p class="caption">The median of each process\'s step times over the whole run, without the steps '
             "the tool worked in (each window, its schedule's warm-up steps, and the steps just before and after "
-            "it: stepstats.ToolSteps); the job's first steps count.</p>"
+            "it); the job's first steps count.</p>"
         )
     parts.append("</section>\n")
     return "".join(parts)

@@ -22,9 +22,8 @@ import os
 import shlex
 import urllib.parse
 
-from npuprof_launch.common import findings as verdicts
 from npuprof_launch.common import names, stepstats
-from npuprof_launch.launcher import jobview, runs, wording
+from npuprof_launch.launcher import answer, jobview, runs, wording
 from npuprof_launch.launcher.htmlgrid import median_s, process_label, process_windows
 
 #: Operators shown per process in the table.
@@ -73,8 +72,9 @@ def header(report: dict, job: dict) -> str:
         facts.append(("other runs", esc(others)))
     rows = "".join(f"<tr><th>{name}</th><td>{value}</td></tr>" for name, value in facts)
     step = job.get("step_time_s") or {}
+    ranks = job.get("ranks")
     tiles = [
-        ("ranks", _int(job.get("ranks"))),
+        ("ranks", _int(ranks)) if ranks else ("processes", _int(job.get("processes"))),
         ("hosts", _int(job.get("hosts"))),
         ("steps", _int(job.get("steps"))),
         ("windows", f"{_int(job.get('windows_completed'))} / {_int(job.get('windows_planned'))}"),
@@ -100,33 +100,30 @@ def header(report: dict, job: dict) -> str:
 
 
 def problems_and_findings(report: dict) -> str:
-    """What went wrong (the problems) and what stood out (the findings): the verdict, before any chart."""
+    """What went wrong (the problems), what stood out (the findings) and what was told apart (the
+    notes): the answer's items (answer.py), the verdict, before any chart."""
     problems = report.get("problems") or []
     findings = report.get("findings") or []
+    notes = [note for note in report.get("notes") or () if note["kind"] != "no_rank_stands_out"]  # the medians'
     parts = ['<section id="verdict"><h2>Problems and findings</h2>']
     if problems:
-        items = "".join(f"<li>{esc(p)}</li>" for p in problems)
+        items = "".join(f"<li>{esc(p['text'])}</li>" for p in problems)
         parts.append(f'<div class="box bad"><h3>{count(len(problems), "problem")}</h3><ul>{items}</ul></div>')
     else:
         parts.append(
             '<div class="box ok"><h3>No problems</h3><p>Every window completed and every trace parses.</p></div>'
         )
     if findings:
-        items = "".join(f"<li>{esc(f)}</li>" for f in findings)
+        items = "".join(f"<li>{esc(f['text'])}</li>" for f in findings)
         parts.append(f'<div class="box note"><h3>Findings</h3><ul>{items}</ul></div>')
     elif report.get("processes"):
         parts.append('<div class="box"><h3>Findings</h3><p>No slow rank and no spike stood out.</p></div>')
-    job = report.get("job") or {}
-    if job.get("no_rank_stands_out"):
-        parts.append(f"<p>No rank stands out: {esc(job['no_rank_stands_out'])}.</p>")
-    if job.get("cpu_wait_lines"):
-        items = "".join(f"<li>{esc(line)}</li>" for line in job["cpu_wait_lines"])
-        meaning = verdicts.CPU_WAIT_MEANING
-        parts.append(f"<p>{esc(meaning[0].upper() + meaning[1:])}:</p><ul>{items}</ul>")
-    tool_lines = (job.get("tool_steps") or {}).get("lines") or ()
-    if tool_lines:
-        items = "".join(f"<li>{esc(line)}</li>" for line in tool_lines)
-        parts.append(f'<div class="box"><h3>The tool\'s own steps</h3><ul>{items}</ul></div>')
+    if notes:
+        items = "".join(
+            f'<li><span class="kind">{esc(answer.KINDS[n["kind"]].head or "note")}</span>: {esc(n["text"])}</li>'
+            for n in notes
+        )
+        parts.append(f'<div class="box"><h3>Told apart, no finding</h3><ul>{items}</ul></div>')
     for name in report.get("replaced") or ():
         parts.append(f"<p>{esc(name)} replaced itself with os.exec and counted on there.</p>")
     if report.get("idle_processes"):
@@ -141,10 +138,11 @@ def spike_table(job: dict) -> str:
     spikes = job.get("spikes") or []
     head = '<section id="spikes"><h2>Spikes</h2>'
     if not spikes:
+        apart = " counted" if job.get("undecidable_spikes") else ""
         return (
-            f"{head}<p>No step of the job's took {stepstats.SPIKE_RATIO:g}x its rank's median or more (the first "
-            f"{stepstats.WARMUP_STEPS} timed steps and the profiled steps do not count; those beside the tool's "
-            "aftercare that its cost may explain are told apart, above).</p></section>\n"
+            f"{head}<p>No spike{apart}: no step of the job's took {stepstats.SPIKE_RATIO:g}x its rank's median or "
+            f"more, but those told apart above (the first {stepstats.WARMUP_STEPS} timed steps, the profiled "
+            "steps, the steps a wait for a CPU or the tool's aftercare may explain).</p></section>\n"
         )
     rows = []
     ranks_total = job.get("ranks") or 0

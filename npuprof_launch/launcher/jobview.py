@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from npuprof_launch.common import findings, names, options, stages, stepstats, steptimes
-from npuprof_launch.launcher import lockstep
+from npuprof_launch.launcher import answer, lockstep
 
 #: The options a suggested run sets itself; every other option the run was given is kept.
 SUGGESTION_SETS = (*names.SCHEDULE_KEYS, "ranks", "total-steps", "on-demand")
@@ -33,6 +33,8 @@ COMPARED_STEPS = 1024
 SLOW_RANKS_TESTED = 3
 #: The tool's own steps are told from this many processes' step times.
 TOOL_STEPS_READ = 64
+#: Where summarize() keeps its notes (items) until report.build takes them out (notes()).
+NOTES = "_notes"
 
 
 def compact_ranks(ranks) -> str:
@@ -167,7 +169,8 @@ def summarize(
     job["spikes"] = job["spikes"][:SPIKES_SHOWN]
     beside = [spike for spike in job["undecidable_spikes"] if spike.get("beside_aftercare")]
     job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], beside, held)
-    job["cpu_wait_lines"] = _cpu_wait_lines(job["undecidable_spikes"])
+    job[NOTES] = _cpu_wait_notes(job["undecidable_spikes"])
+    job["cpu_wait_lines"] = answer.texts(job[NOTES])
     job["window_steps"] = _window_steps(processes)
     job["suggestions"] = _suggestions(job, command, given or {}, route)
     return job
@@ -339,16 +342,31 @@ def period_text(period: dict) -> str:
     )
 
 
-def _cpu_wait_lines(undecidable: list[dict]) -> list[str]:
-    """The spikes a wait for a CPU explains, a line for each block of readings (its steps together)."""
+def _cpu_wait_notes(undecidable: list[dict]) -> list[dict]:
+    """The spikes a wait for a CPU explains, an item for each block of readings (its steps together)."""
     by_reason: dict[str, list[dict]] = {}
     for spike in sorted((s for s in undecidable if s.get("cpu_wait")), key=lambda s: s["step"]):
         by_reason.setdefault(spike["undecidable"], []).append(spike)
-    lines = []
+    notes = []
     for reason, spikes in by_reason.items():
         steps, ratios = (", ".join(text) for text in zip(*((f"{s['step']}", f"{s['vs_median']:.1f}x") for s in spikes)))
-        lines.append(f"step{'s' if len(spikes) > 1 else ''} {steps} ({ratios} the median): {reason}")
-    return lines
+        line = f"step{'s' if len(spikes) > 1 else ''} {steps} ({ratios} the median): {reason}"
+        ranks = [rank for spike in spikes for rank in spike.get("ranks") or ()]
+        told = [{key: s.get(key) for key in ("step", "step_s", "vs_median", "cpu_wait_s")} for s in spikes]
+        notes.append(answer.item("cpu_wait", line, ranks, [s["step"] for s in spikes], spikes=told))
+    return notes
+
+
+def notes(job: dict) -> list[dict]:
+    """The notes of the job's answer (answer.NOTE): why no rank stands out, the tool's own steps,
+    the steps and slowdowns a wait for a CPU explains; taken out of ``job`` (its lines stay there)."""
+    told = []
+    if job.get("no_rank_stands_out"):
+        verdict = {key: value for key, value in (job.get("slow_rank_verdict") or {}).items() if key != "reason"}
+        told.append(answer.item("no_rank_stands_out", job["no_rank_stands_out"], **verdict))
+    told.extend((job.get("tool_steps") or {}).pop(NOTES, ()))
+    told.extend(job.pop(NOTES, ()))
+    return told
 
 
 def _spike_group(stage: dict, step: int, items: list[dict]) -> dict:
@@ -393,15 +411,17 @@ def _tool_steps(
     if not recorded and not beside and not held and not theirs:
         return None
     recorded, beside = stepstats.merged(recorded), stepstats.merged(beside)
-    lines = []
+    notes = []
     median = (step_time or {}).get("median")
     if recorded:
         took = f" took {_ms_range(low, high)}" if low is not None and high is not None else ""
         against = f" against a {median * 1e3:.2f} ms median" if median and low is not None else ""
-        lines.append(
+        line = (
             f"steps {_spans_text(recorded)} (the windows and the steps that start and stop them){took}{against}: "
             "left out of the findings, since the profiler works in them (a cost the job's steps do not have)"
         )
+        range_s = [low, high] if low is not None else None
+        notes.append(answer.item("tool_steps", line, steps=answer.steps_of(recorded), step_s=range_s, median_s=median))
     if beside:
         line = f"steps {_spans_text(beside)} ran beside the tool's compression and summary of a window (its aftercare)"
         if undecidable:
@@ -409,22 +429,23 @@ def _tool_steps(
                 f"step {s['step']} ({s['step_s'] * 1e3:.1f} ms, {s['vs_median']:.1f}x)" for s in undecidable
             )
             line += f"; undecidable there, the job's or the tool's: {told}"
-        lines.append(line)
+        undecided = [{"step": s["step"], "step_s": s["step_s"], "vs_median": s["vs_median"]} for s in undecidable]
+        notes.append(answer.item("aftercare_steps", line, steps=answer.steps_of(beside), undecidable=undecided))
     if held:
-        lines.append(
-            _writing_line(held, "held", "", ", as it timed it, a loaded machine's wait for the CPU included", "")
-        )
+        line = _writing_line(held, "held", "", ", as it timed it, a loaded machine's wait for the CPU included", "")
+        writes = [{"step": one[0], "step_s": one[1], "writing_s": one[2]} for one in held]
+        notes.append(answer.item("record_steps", line, steps=[one[0] for one in held], writes=writes))
     if theirs:
         ranks = rank_list(sorted({item[3] for item in theirs}, key=str))
-        lines.append(
-            _writing_line(
-                sorted(theirs, key=lambda item: item[0]),
-                "waited for",
-                f" on rank {ranks}",
-                "",
-                ", which holds the other ranks in lockstep",
-            )
+        line = _writing_line(
+            sorted(theirs, key=lambda item: item[0]),
+            "waited for",
+            f" on rank {ranks}",
+            "",
+            ", which holds the other ranks in lockstep",
         )
+        writes = [{"step": one[0], "step_s": one[1], "writing_s": one[2], "writer": one[3]} for one in theirs]
+        notes.append(answer.item("record_steps", line, steps=[one[0] for one in theirs], writes=writes))
     return {
         "recorded_steps": recorded,
         "recorded_s": [low, high] if low is not None else None,
@@ -432,7 +453,8 @@ def _tool_steps(
         "aftercare_steps": beside,
         "checkpoint_spikes": [{"step": s, "step_s": step_s, "checkpoint_s": c} for s, step_s, c in held]
         + [{"step": s, "step_s": step_s, "checkpoint_s": c, "checkpoint_rank": r} for s, step_s, c, r in theirs],
-        "lines": lines,
+        "lines": answer.texts(notes),
+        NOTES: notes,
     }
 
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from npuprof_launch.common import deliverables, names, options, outcomes, processlog
+from npuprof_launch.common import deliverables, names, options, processlog
 from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
-from npuprof_launch.launcher import jobview, launch, runs, slowdowns, stallview, windowfiles, wording
+from npuprof_launch.launcher import answer, jobview, launch, reasons, runs, slowdowns, stallview, windowfiles, wording
 from npuprof_launch.launcher.progress import Progress
 
 TOP_OPERATORS = 5
@@ -27,13 +27,6 @@ TOP_OPERATORS = 5
 #: summaries are used (aftercare.py) and ``--check --deep`` reads them all, at about DEEP_RATE.
 DEEP_BYTES = 512 * 2**20
 DEEP_RATE = 40 * 2**20
-
-#: Why a Python process may not load the hook, for the report's first reason.
-NO_HOOK_CAUSES = (
-    "a launch script that replaces PYTHONPATH (keep it: PYTHONPATH=/somewhere:$PYTHONPATH), `env -i`, "
-    "`python -I`, `-E` or `-S` (they ignore PYTHONPATH or skip site), or an interpreter without npuprof_launch"
-)
-PYTHON_FLAGS_WITHOUT_HOOK = {"-I": "isolated mode", "-E": "ignores PYTHON* variables", "-S": "skips site"}
 
 
 def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, run: dict | None = None) -> dict:
@@ -60,21 +53,22 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         log = processlog.read(output_dir)
     else:
         log = [line for run_id in sorted(together) for line in processlog.read(output_dir, run_id)]
-    problems: list[tuple[int | None, str]] = []
-    findings: list[str] = []
+    problems: list[tuple[tuple | None, dict]] = []  # (what a rank's problem says past its label, the item)
+    findings: list[dict] = []
     processes, excluded, declined, replaced = [], [], [], []
     reading = Progress("reading the output" + (" and every trace" if deep else ""), len(records), "processes")
     for index, record in enumerate(records):
         reading.set(index)
         if "unreadable" in record:
-            problems.append((None, f"status record {record['file']} is unreadable: {record['unreadable']}"))
+            text = f"status record {record['file']} is unreadable: {record['unreadable']}"
+            problems.append((None, answer.item("record_unreadable", text, file=record["file"])))
         elif record.get("ended") == ENDED_EXEC:
             replaced.append(record)
             if record.get("windows") or record.get("traces"):  # the old image's window: a row of its own
                 processes.append(_process(record, output_dir, run, problems, findings, deep))
         elif record.get("declined"):
             declined.append(record)
-            problems.append((record.get("rank"), f"{_label(record)}: not profiled: {record['declined']}"))
+            problems.append(_about(record, "not_profiled", f"not profiled: {record['declined']}"))
         elif record.get("state") == "off" and not record.get("windows_planned"):
             excluded.append(record)
         else:
@@ -82,16 +76,17 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     reading.set(len(records))
     reading.finish()
     processes.sort(key=_order)
-    problems.extend((None, problem) for problem in _excluded_problems(excluded, processes))
+    for text in _excluded_problems(excluded, processes):
+        problems.append((None, answer.item("ranks_matched_nothing", text)))
     idle = [line for line in log if line.get("event") == processlog.IDLE]
     declared, told = _declared_problems(records, idle, run)
-    problems.extend((None, problem) for problem in declared)
+    problems.extend((None, one) for one in declared)
     full = windowfiles.full_disk(output_dir)  # its effects (no record, no trace) would be told as causes
     if not processes and not excluded and not declined and not declared and not replaced and not full:
-        problems.append((None, _why_nothing(run, log, idle)))
+        problems.append((None, answer.item("nothing_profiled", reasons.why_nothing(run, log, idle))))
     untracked = runs.untracked_problem(output_dir, every_record)
     if untracked:
-        problems.append((None, untracked))
+        problems.append((None, answer.item("untracked_output", untracked)))
     given = runs.given_options(run, records, output_dir)
     job = jobview.summarize(
         processes,
@@ -102,12 +97,16 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     )
     job["processes"] = runs.process_count(processes)  # a process with two stages has two rows
     job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
-    findings[:0] = [stallview.stall_line(stall) for stall in job["stalls"]]  # the job stopped: said first
-    findings.extend(stallview.pause_line(pause) for pause in job["pauses"])
+    findings[:0] = [stallview.stall_item(stall) for stall in job["stalls"]]  # the job stopped: said first
+    findings.extend(stallview.pause_item(pause) for pause in job["pauses"])
     job["spikes"] = stallview.unexplained(job["spikes"], job["pauses"])  # a pause's step is told as the pause
     job["slowdowns"], job["undecidable_slowdowns"] = slowdowns.of_processes(processes, output_dir)
-    job["cpu_wait_lines"].extend(slowdowns.cpu_wait_text(slowdown) for slowdown in job["undecidable_slowdowns"])
-    findings.extend(slowdowns.text(slowdown) for slowdown in job["slowdowns"])
+    for slowdown in job["undecidable_slowdowns"]:
+        text = slowdowns.cpu_wait_text(slowdown)
+        job["cpu_wait_lines"].append(text)
+        evidence = {key: slowdown.get(key) for key in ("cpu_wait_s", "before_s", "after_s", "ratio")}
+        findings.append(answer.item("cpu_wait", text, slowdown["ranks"], [slowdown["step"]], **evidence))
+    findings.extend(slowdowns.item(slowdown) for slowdown in job["slowdowns"])
     findings.extend(slowdowns.asked_windows(processes, [r for r in records if "unreadable" not in r]))
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
     waited_in = {(once["rank"], once.get("stage")): once["window"] for once in job["waited_for"]}
@@ -118,38 +117,39 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
             process["slow_by"] = method
         if (process.get("rank"), process.get("stage")) in waited_in:
             process["waited_for_in"] = waited_in[(process.get("rank"), process.get("stage"))]
-    for slow in job["slow_ranks"]:
-        what = "the slowest" if slow["method"] == "step_times" else "the one the others wait for"
-        stage = f" in stage {slow['stage']}" if slow.get("stage") else ""
-        findings.append(f"rank {slow['rank']} is {what}{stage}: {slow['evidence']}")
-    for once in job["waited_for"]:
-        stage = f" of stage {once['stage']}" if once.get("stage") else ""
-        findings.append(
-            f"{once['window']}{stage}, profiled: the others waited for rank {once['rank']}: {once['evidence']}"
-        )
-    for spike in job["spikes"]:
-        findings.append(_spike_text(spike, job))
+    findings.extend(_slow_rank_item(slow) for slow in job["slow_ranks"])
+    findings.extend(_waited_for_item(once) for once in job["waited_for"])
+    findings.extend(_spike_item(spike, job) for spike in job["spikes"])
     if job.get("spike_period"):
-        findings.append(jobview.period_text(job["spike_period"]))
+        period = job["spike_period"]
+        findings.append(
+            answer.item("period", jobview.period_text(period), steps=period["steps"], every=period["every"])
+        )
     differing = _differing_windows(job["window_steps"])
     if differing:
-        findings.append(
-            "the ranks' windows cover different steps: "
-            + "; ".join(f"{_whose(w)}: steps {_steps_text(w['steps'])}" for w in differing)
+        text = "the ranks' windows cover different steps: " + "; ".join(
+            f"{_whose(w)}: steps {_steps_text(w['steps'])}" for w in differing
         )
+        ranks = [rank for w in differing for rank in w["ranks"]]
+        spans = [span for entry in differing for span in entry["steps"]]
+        findings.append(answer.item("windows_differ", text, ranks, answer.steps_of(spans)))
     if full and (problems or not processes):
-        problems.insert(0, (None, full))
+        problems.insert(0, (None, answer.item("disk_full", full)))
     if not deep and weight:
-        findings.append(
+        text = (
             f"the traces ({weight / 2**30:.1f} GB) were not read again: their summaries were; "
             f"npuprof-run --check {output_dir} --deep reads every one (about {weight / DEEP_RATE / 60:.0f} min)"
         )
+        findings.append(answer.item("traces_summarized", text, trace_bytes=weight))
+    findings.extend(jobview.notes(job))
     return {
+        "schema_version": answer.SCHEMA_VERSION,
         "passed": not problems and bool(processes),
         "deep": deep,
         "trace_bytes": weight,
-        "findings": findings,
+        "findings": answer.of_severity(findings, answer.FINDING),
         "problems": _grouped(problems),
+        "notes": answer.of_severity(findings, answer.NOTE),
         "job": job,
         "processes": processes,
         "replaced": [_label(r) for r in replaced],
@@ -258,183 +258,44 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
             one = len(spans) == 1 and spans[0][0] == spans[0][1]
             process["window_label"] = ("step " if one else "steps ") + _steps_text(spans)
     rank = record.get("rank")
-    label = _label(record)
-    for problem in trace_problems:
-        problems.append((rank, problem))
-    for error in windowfiles.unrepeated(process["errors"], trace_problems):
-        problems.append((rank, f"{label}: {error}"))
+    problems.extend(_about(record, kind, reason) for kind, reason in trace_problems)
+    for error in windowfiles.unrepeated(process["errors"], [reason for _, reason in trace_problems]):
+        problems.append(_about(record, "profiler_error", error))
     stale = record.get("ended") is None and not alive_here(record)
     if stale:
         process["ended_note"] = f"ended without exit handlers; last known step {record.get('steps')}"
     if wording.incomplete(process) and not process["errors"]:
-        problems.append((rank, f"{label}: {_why_incomplete(record, process, run, stale)}"))
+        why = reasons.why_incomplete(record, process, run, stale)
+        done = {key: process[key] for key in ("windows_completed", "windows_planned")}
+        problems.append(_about(record, "window_incomplete", why, **done))
     elif stale:
-        findings.append(
-            f"{label} ended without its exit handlers (os._exit in a library, a kill, out of memory): its counts are "
-            f"the last it wrote, step {record.get('steps')}"
+        text = (
+            f"{_label(record)} ended without its exit handlers (os._exit in a library, a kill, out of memory): its "
+            f"counts are the last it wrote, step {record.get('steps')}"
         )
+        last = record.get("steps")
+        at = [last + (record.get("step_offset") or 0)] if isinstance(last, int) else []
+        findings.append(answer.item("ended_without_handlers", text, [rank], at, pid=record.get("pid")))
     return process
 
 
-def _why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) -> str:
-    """The true reason a process's windows did not all complete, the most telling first: decided on
-    the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning."""
-    done = f"{process['windows_completed']} of {process['windows_planned']}"
-    steps = record.get("steps")
-    at = steps + (record.get("step_offset") or 0) if isinstance(steps, int) else steps  # the job's number of it
-    found = outcomes.of_record(record)
-    cut = outcomes.of_kind(found, outcomes.CUT_SHORT)
-    if record.get("on_demand"):
-        return (
-            f"{done} requested windows completed: the job ended (or was stopped) before the last requested "
-            "window's steps ran"
-        )
-    threads = outcomes.of_kind(found, *outcomes.THREAD_KINDS)
-    if threads:
-        return f"{done} windows completed: {outcomes.sentence(threads[0])}"
-    passed = outcomes.of_kind(found, outcomes.FROM_STEP_PASSED)
-    if passed and len(passed) + process["windows_completed"] >= (process["windows_planned"] or 0):
-        return f"{done} windows completed: {outcomes.sentence(passed[0])}"
-    ended = _how_the_job_ended(run)
-    raised = [outcomes.sentence(outcome) for outcome in outcomes.of_kind(found, outcomes.UNCAUGHT)]
-    if cut:
-        kept, by, stopped = outcomes.kept_words(cut[-1]), cut[-1].get("by"), _stopped_by(run)
-        for signal_name in ("SIGINT", "SIGTERM"):
-            if signal_name in (by, stopped):
-                return f"interrupted by {signal_name} at step {at}; {kept} (partial)"
-        if raised:
-            return f"{done} windows completed: {raised[0]}; {kept}"
-        if by == "window_timeout":
-            return f"{done} windows completed: {outcomes.sentence(cut[-1])} (partial)"
-        if by == "exit":
-            if ended:
-                return f"{done} windows completed: {ended} at step {at}; {kept}"
-            if outcomes.stopped_stepping(cut[-1], process.get("median_step_s")):
-                return (
-                    f"{done} windows completed: the process stopped stepping after step {at}, inside a window, "
-                    f"and ended {cut[-1]['idle_s']} s later; {kept} (partial); --window-timeout SECONDS saves such a "
-                    "window while the process still runs"
-                )
-            return f"{wording.ran_short(record, done, steps)}; {kept}"
-        return (
-            f"{done} windows completed: the window was cut short by {outcomes.cut_words(cut[-1])} at step {at}; {kept}"
-        )
-    if raised:
-        return f"{done} windows completed: {raised[0]}, before the schedule completed"
-    if ended:
-        return f"{done} windows completed: {ended} after step {steps} of this process, before the schedule completed"
-    if stale:
-        return (
-            f"{done} windows completed: it ended without its exit handlers (os._exit in a library, a kill, out of "
-            f"memory); last known step {at}"
-        )
-    return wording.ran_short(record, done, steps)
-
-
-def _stopped_by(run: dict | None) -> str | None:
-    """ "SIGINT" or "SIGTERM" when the run's data says the command was stopped by one, else None
-    (the same cases as _how_the_job_ended's words, read from the data)."""
-    if not run or run.get("start_error"):
-        return None
-    if run.get("signal"):
-        return run["signal"] if run["signal"] in ("SIGINT", "SIGTERM") else None
-    status = run.get("status")
-    if "SIGINT" in (run.get("received") or []) and status not in (None, 130):
-        return "SIGINT"
-    if status in (None, 0):
-        return None
-    if status == 130:
-        return "SIGINT"
-    if status == 143 or "SIGTERM" in (run.get("forwarded") or []):
-        return "SIGTERM"
-    return None
-
-
-def _how_the_job_ended(run: dict | None) -> str | None:
-    """How the launcher saw the command end, when it did not end well; None for exit status 0."""
-    if not run:
-        return None
-    if run.get("start_error"):
-        return f"the command could not start ({run['start_error']})"
-    if run.get("signal"):
-        forwarded = " (forwarded by npuprof-run)" if run["signal"] in (run.get("forwarded") or []) else ""
-        return f"the command was killed by signal {run['signal']}{forwarded}"
-    status = run.get("status")
-    if "SIGINT" in (run.get("received") or []) and status not in (None, 130):
-        return f"the command was interrupted (SIGINT; the job caught it and ended with status {status})"
-    if status in (None, 0):
-        return None
-    if status == 130:
-        return "the command was interrupted (SIGINT, exit status 130)"
-    if status == 143 or "SIGTERM" in (run.get("forwarded") or []):
-        return f"the command was stopped (SIGTERM, exit status {status})"
-    if status > 128:
-        import signal
-
-        try:
-            name = signal.Signals(status - 128).name
-            return f"the command exited with status {status} (a process died of {name})"
-        except ValueError:
-            pass
-    return f"the command exited with status {status}"
-
-
-def _why_nothing(run: dict | None, log: list[dict], idle: list[dict]) -> str:
-    """No process made a record: the first link of the chain that broke."""
-    ended = _how_the_job_ended(run)
-    if run and run.get("start_error"):
-        return ended or "the command could not start"
-    loaded = [line for line in log if line.get("event") == processlog.LOADED]
-    missing = [line for line in log if line.get("event") == processlog.NO_PACKAGE]
-    prefix = f"{ended}; " if ended else ""
-    if missing and not loaded:
-        python = missing[0].get("executable")
-        return (
-            f"{prefix}no process could load the hook: {python} has no npuprof_launch installed; install it there "
-            "(pip install npuprof-launch) or run the job with the Python that has it"
-        )
-    if not loaded and not idle:
-        flags = _python_flags(run.get("command") if run else None)
-        cause = f"the command runs python {flags}" if flags else f"the likely causes: {NO_HOOK_CAUSES}"
-        if run is None:
-            return (
-                "no process of this output loaded the hook (nothing in npuprof_status/ says one did; for an env-only "
-                f"job run with --print-env that is expected until a process profiles); {cause}"
-            )
-        return f"{prefix}no Python process loaded the hook ({cause})"
-    if not idle:
-        count = len(loaded)
-        return (
-            f"{prefix}{wording.count(count, 'Python process')} loaded the hook, but none imported torch "
-            "(the job is not a PyTorch job, or it ended before importing torch)"
-        )
-    idle_count = sum(1 for line in idle if not line.get("stepped"))
-    if ended:
-        return f"{ended} before any step ({wording.count(idle_count, 'process')} had imported torch)"
-    return wording.no_step(idle_count, idle)
-
-
-def _python_flags(command: list[str] | None) -> str:
-    """The flags of a ``python`` command that keep the hook out (-I, -E, -S), or an empty string."""
-    if not command or "python" not in os.path.basename(command[0]):
-        return ""
-    found = []
-    for arg in command[1:]:
-        if not arg.startswith("-") or arg.startswith("--") or arg in ("-c", "-m"):
-            break
-        for letter in arg[1:]:
-            flag = f"-{letter}"
-            if flag in PYTHON_FLAGS_WITHOUT_HOOK:
-                found.append(f"{flag} ({PYTHON_FLAGS_WITHOUT_HOOK[flag]})")
-    return ", ".join(found)
+def _about(record: dict, kind: str, reason: str, **evidence) -> tuple[tuple | None, dict]:
+    """A problem of one process, its label first; with the key that tells it the same as another
+    rank's (_grouped), where it has a rank."""
+    text = f"{_label(record)}: {reason}"
+    one = answer.item(kind, text, [record.get("rank")], pid=record.get("pid"), host=record.get("host"), **evidence)
+    rank = record.get("rank")
+    return ((kind, record.get("stage") or "", reason) if rank is not None else None), one
 
 
 def _check_traces(
     record: dict, output_dir: str, process: dict, self_times: dict, deep: bool
-) -> tuple[list[str], float, float]:
+) -> tuple[list[tuple[str, str]], float, float]:
     """Each window's deliverables, from its aftercare's summary where one was written (small files,
-    whatever the trace's size), else from the trace itself; and where each file is."""
-    problems: list[str] = []
+    whatever the trace's size), else from the trace itself; and where each file is. Its problems
+    are ``(kind, reason)``: the process's label goes first when they are told."""
+    problems: list[tuple[str, str]] = []
+    trace = "trace_problem"
     collective_us = window_us = 0.0
     backend = record.get("backend")
     export_type = (record.get("options") or {}).get("export-type") or ["text"]
@@ -448,20 +309,21 @@ def _check_traces(
     for window in windows:
         care = windowfiles.aftercare_result(output_dir, window)
         if care and care.get("errors"):
-            problems.extend(f"{_label(record)}: {error}" for error in care["errors"])
+            problems.extend((trace, error) for error in care["errors"])
         size = sum((care or {}).get("bytes", {}).values()) if care else 0
         plain = sum((care or {}).get("plain_bytes", {}).values()) if care else 0
         for rel in window.get("traces") or []:
             path, note = windowfiles.locate(output_dir, rel, window.get("staged"))
             if path is None:
-                problems.append(f"{_label(record)}: {rel}: missing")
+                problems.append((trace, f"{rel}: missing"))
                 continue
             if note:
-                problems.append(f"{_label(record)}: {note}")
+                problems.append((trace, note))
             if not care:
                 size += windowfiles.tree_bytes(path)
             if backend == "npu":
-                problems.extend(deliverables.check_ascend_dir(path, export_type, parse_asked))
+                found = deliverables.check_ascend_dir(path, export_type, parse_asked)
+                problems.extend((trace, problem) for problem in found)
                 if not parse_asked and deliverables.unparsed(path):
                     process["raw_sessions"] = process.get("raw_sessions", 0) + 1
                 plain += windowfiles.viewed_bytes(path)
@@ -472,7 +334,7 @@ def _check_traces(
             if summary is None:
                 path, parsed = windowfiles.summarize_where_it_is(output_dir, rel, window.get("staged"), path)
                 if parsed is None:
-                    problems.append(f"{_label(record)}: {rel}: missing")
+                    problems.append((trace, f"{rel}: missing"))
                     continue
                 plain = plain or (windowfiles.tree_bytes(path) if not path.endswith(".gz") else 0)
                 summary = {
@@ -482,7 +344,7 @@ def _check_traces(
                     "self_time_us": parsed.self_time_us,
                     "problems": parsed.problems,
                 }
-            problems.extend(summary.get("problems") or [])
+            problems.extend((trace, problem) for problem in summary.get("problems") or [])
             process["profiler_steps"] += summary.get("steps", 0)
             collective_us += summary.get("collective_us", 0.0)
             window_us += summary.get("window_us", 0.0)
@@ -491,13 +353,16 @@ def _check_traces(
         if window.get("traces"):
             process["window_bytes"].append(size)
             warnings = windowfiles.size_warnings(window, size, plain, backend)
-            problems.extend(f"{_label(record)}: {warning}" for warning in warnings)
+            problems.extend(("output_size", warning) for warning in warnings)
     saved = (record.get("windows_completed") or 0) + (record.get("partial_traces") or 0)
     if backend == "npu" and saved and not record.get("traces"):
         problems.append(
-            f"{_label(record)}: torch_npu handed over {saved} window(s) but no {record.get('worker')}_*"
-            f"{names.ASCEND_DIR_SUFFIX} directory appeared in {output_dir}: torch_npu wrote no data "
-            "(its [ERROR] lines on the job's stderr say why)"
+            (
+                trace,
+                f"torch_npu handed over {saved} window(s) but no {record.get('worker')}_*"
+                f"{names.ASCEND_DIR_SUFFIX} directory appeared in {output_dir}: torch_npu wrote no data "
+                "(its [ERROR] lines on the job's stderr say why)",
+            )
         )
     return problems, collective_us, window_us
 
@@ -524,7 +389,7 @@ def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]
     return [f"--ranks {wanted} matched no process; the ranks that stepped were {ranks or 'none known'}"]
 
 
-def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) -> tuple[list[str], set[int]]:
+def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) -> tuple[list[dict], set[int]]:
     """Each declared function (--target, a stage) that made no step in any process, and why; and
     the processes these name (the ids of their lines), counted there and not again as idle.
 
@@ -534,25 +399,26 @@ def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) 
     failed is said first: it may have failed before the call.
     """
     stepped = {(r.get("stage"), r.get("target")) for r in records if r.get("target")}
-    reasons: dict[tuple, dict[str, int]] = {}
+    why_not: dict[tuple, dict[str, int]] = {}
     told: set[int] = set()
     for line in idle:
         for item in line.get("declared") or ():
             key = (item.get("stage"), item.get("target"))
             if key not in stepped:
                 told.add(id(line))
-                counts = reasons.setdefault(key, {})
+                counts = why_not.setdefault(key, {})
                 counts[item.get("reason")] = counts.get(item.get("reason"), 0) + 1
-    ended = _how_the_job_ended(run)
+    ended = reasons.how_the_job_ended(run)
     problems = []
-    for (stage, target), counts in reasons.items():
+    for (stage, target), counts in why_not.items():
         what = f"stage {stage} ({target})" if stage else f"--target {target}"
         why = "; ".join(
             f"{reason} ({wording.count(n, 'process')})"
             for reason, n in sorted(counts.items(), key=lambda kv: _REASON_ORDER.get(kv[0].split(":")[0], 3))
         )
         prefix = f"{ended}; " if ended else ""
-        problems.append(f"{prefix}{what} made no step in any process, so nothing was profiled for it: {why}")
+        text = f"{prefix}{what} made no step in any process, so nothing was profiled for it: {why}"
+        problems.append(answer.item("target_no_step", text, target=target, stage=stage, processes=counts))
     return problems, told
 
 
@@ -569,7 +435,7 @@ def _where(finding: dict, job: dict) -> str:
     return wording.count(finding["processes"], "process")
 
 
-def _spike_text(spike: dict, job: dict) -> str:
+def _spike_item(spike: dict, job: dict) -> dict:
     stage = f"stage {spike['stage']} " if spike.get("stage") else ""
     text = f"{stage}step {spike['step']}: {_where(spike, job)}, {spike['vs_median']:.1f}x the median"
     text += f" ({spike['step_s'] * 1e3:.1f} ms)"
@@ -577,24 +443,53 @@ def _spike_text(spike: dict, job: dict) -> str:
         text += f", beside npuprof's aftercare of a window (compression, summary): {spike.get('evidence')}"
     if spike.get("cpu_evidence"):
         text += f"; {spike['cpu_evidence']}"
-    return text
+    evidence = {key: spike.get(key) for key in ("step_s", "vs_median", "processes", "test", "stage", "cpu_wait_s")}
+    return answer.item("spike", text, spike["ranks"], [spike["step"]], **evidence)
 
 
-def _grouped(problems: list[tuple[int | None, str]]) -> list[str]:
-    """Problems in order, those that differ only in their rank's label told once with the ranks."""
-    import re
+def _slow_rank_item(slow: dict) -> dict:
+    """A rank named slow: by its step times (findings.slow_rank) or as the one the others wait for
+    in collectives (lockstep.slow_ranks); its numbers as the evidence."""
+    by_collectives = slow["method"] == "collectives"
+    what = "the one the others wait for" if by_collectives else "the slowest"
+    stage = f" in stage {slow['stage']}" if slow.get("stage") else ""
+    text = f"rank {slow['rank']} is {what}{stage}: {slow['evidence']}"
+    kind = "waited_for_rank" if by_collectives else "slow_rank"
+    return answer.item(kind, text, [slow["rank"]], **_numbers(slow, ("rank", "evidence", "found")))
 
-    label = re.compile(r"^rank (\d+)( stage \S+)? \(pid \d+ on [^)]*\): ")
-    groups: dict[str, list[tuple[int | None, str]]] = {}
-    for rank, text in problems:
-        match = label.match(text) if rank is not None else None
-        key = f"{match.group(2) or ''}\0{text[match.end() :]}" if match else text
-        groups.setdefault(key, []).append((rank, text))
-    lines = []
+
+def _waited_for_item(once: dict) -> dict:
+    stage = f" of stage {once['stage']}" if once.get("stage") else ""
+    text = f"{once['window']}{stage}, profiled: the others waited for rank {once['rank']}: {once['evidence']}"
+    return answer.item("waited_for_in_window", text, [once["rank"]], **_numbers(once, ("rank", "evidence")))
+
+
+def _numbers(found: dict, left_out: tuple[str, ...]) -> dict:
+    """A finding's fields as its item's evidence: what JSON holds, less those the item says otherwise."""
+    kept = {
+        key: value
+        for key, value in found.items()
+        if key not in left_out and isinstance(value, (int, float, str, list, bool))
+    }
+    if "steps" in kept:  # the item's own steps are step numbers: this is how many were compared
+        kept["steps_compared"] = kept.pop("steps")
+    return kept
+
+
+def _grouped(problems: list[tuple[tuple | None, dict]]) -> list[dict]:
+    """Problems in order; a problem of several ranks that says the same past their labels (the key
+    _about gives it) told once, with the ranks."""
+    groups: dict[object, list[dict]] = {}
+    for about, one in problems:
+        groups.setdefault(about if about is not None else id(one), []).append(one)
+    told = []
     for key, items in groups.items():
-        if len(items) == 1 or "\0" not in key:
-            lines.append(items[0][1])
+        if len(items) == 1 or not isinstance(key, tuple):
+            told.extend(items)
             continue
-        stage, _, rest = key.partition("\0")
-        lines.append(f"{jobview.who(rank for rank, _ in items)}{stage}: {rest}")
-    return lines
+        kind, stage, reason = key
+        ranks = [rank for one in items for rank in one["ranks"]]
+        stage_text = f" stage {stage}" if stage else ""
+        evidence = {"pids": [one["evidence"].get("pid") for one in items]}
+        told.append(answer.item(kind, f"{jobview.who(ranks)}{stage_text}: {reason}", ranks, **evidence))
+    return told

@@ -123,15 +123,18 @@ def described(item: dict) -> str:
     return ", ".join(parts)
 
 
-def others_text(runs: list[dict], reported: str | None, output_dir: str) -> str | None:
-    """The line that says which other runs share the directory, and how to report one."""
+def others_text(runs: list[dict], reported: str | None, output_dir: str, every: bool = True) -> str | None:
+    """The line that says which other runs share the directory, and how to report one; ``every``:
+    with the last three described (else they are left to ``--explain``)."""
     others = [item for item in runs if not item.get("reported") and item["run_id"] != reported]
     if not others:
         return None
-    shown = "; ".join(described(item) for item in reversed(others[-3:]))
-    more = f"; and {len(others) - 3} older" if len(others) > 3 else ""
     pick = next((item["run_id"] for item in reversed(others) if item["run_id"]), "ID")
     plural = "s" if len(others) != 1 else ""
+    if not every:
+        return f"{len(others)} other run{plural} in this directory: npuprof-run --check {output_dir} --run {pick}"
+    shown = "; ".join(described(item) for item in reversed(others[-3:]))
+    more = f"; and {len(others) - 3} older" if len(others) > 3 else ""
     return (
         f"{len(others)} other run{plural} in this directory, not in this report: {shown}{more}; "
         f"npuprof-run --check {output_dir} --run {pick} reports one"

@@ -258,11 +258,24 @@ def text(slowdown: dict) -> str:
     )
 
 
-def asked_windows(processes: list[dict], records: list[dict]) -> list[str]:
+def item(slowdown: dict) -> dict:
+    """The answer's item of a slowdown (of_processes): its ranks, its first step, the per-rank tests."""
+    from npuprof_launch.launcher import answer
+
+    evidence = {
+        key: slowdown.get(key)
+        for key in ("before_s", "after_s", "ratio", "every_rank", "to_end", "back_at", "processes", "evidence")
+    }
+    evidence["per_rank"] = evidence.pop("evidence")
+    return answer.item("slowdown", text(slowdown), slowdown["ranks"], [slowdown["step"]], **evidence)
+
+
+def asked_windows(processes: list[dict], records: list[dict]) -> list[dict]:
     """One line per window that --on-slowdown asked for (the same steps on every rank: one line),
     and one per window a request asked for that the job ended before (outcomes.NOT_REACHED: told,
     not a failure). A window that began and recorded no whole step before the job ended says so."""
     from npuprof_launch.common import outcomes
+    from npuprof_launch.launcher import answer
 
     asked = {
         (window["first_step"], window.get("last_step"), window["reason"])
@@ -270,21 +283,28 @@ def asked_windows(processes: list[dict], records: list[dict]) -> list[str]:
         for window in process.get("windows") or ()
         if window.get("reason")
     }
-    lines = []
+    told = []
     for first, last, reason in sorted(asked, key=str):
         if last is None:
-            lines.append(
+            text = (
                 f"the window from step {first} was asked for by --on-slowdown ({reason}); "
                 "the job ended before it recorded a step"
             )
         else:
-            lines.append(f"the window on steps {first}-{last} was asked for by --on-slowdown: {reason}")
-    unreached = {
-        outcomes.sentence(outcome)
-        for found in records
-        for outcome in outcomes.of_kind(outcomes.of_record(found), outcomes.NOT_REACHED)
-    }
-    return lines + sorted(unreached)
+            text = f"the window on steps {first}-{last} was asked for by --on-slowdown: {reason}"
+        steps = range(first, (last if last is not None else first) + 1)
+        told.append(answer.item("slowdown_window", text, steps=steps, reason=reason))
+    unreached: dict[str, dict] = {}
+    for found in records:
+        for outcome in outcomes.of_kind(outcomes.of_record(found), outcomes.NOT_REACHED):
+            sentence = outcomes.sentence(outcome)
+            if sentence not in unreached:
+                fields = {key: value for key, value in outcome.items() if key != "kind"}
+                steps = range(outcome["first"], outcome["last"] + 1)
+                unreached[sentence] = answer.item("window_not_reached", sentence, steps=steps, **fields)
+            if found.get("rank") is not None:  # the ranks it was asked of
+                unreached[sentence]["ranks"] = sorted({*unreached[sentence]["ranks"], found["rank"]})
+    return told + [unreached[sentence] for sentence in sorted(unreached)]
 
 
 #: How many of a process's last steps tell its step time now (Trigger: where it will be).

@@ -19,7 +19,7 @@ import os
 import threading
 
 from npuprof_launch.common import names, record, stalls
-from npuprof_launch.launcher import jobview
+from npuprof_launch.launcher import answer, jobview
 
 #: How often the launcher looks at the stacks files while the job runs.
 WATCH_EVERY_S = 2.0
@@ -125,6 +125,22 @@ def pause_line(pause: dict) -> str:
     else:
         head = f"a pause of {pause['seconds']:.0f} s after step {pause['step']} on {who}, then stepping resumed"
     return head + (f": {where_text(pause['groups'])}" if pause["groups"] else "")
+
+
+def stall_item(stall: dict) -> dict:
+    """The answer's item of a stall: its ranks, its last step, how long at least, where each group was."""
+    evidence = {"at_least_s": round(stall["at_least_s"], 1), "processes": stall["processes"], "where": stall["groups"]}
+    return answer.item("stall", stall_line(stall), stall["ranks"], [stall["since_step"]], **evidence)
+
+
+def pause_item(pause: dict) -> dict:
+    evidence = {
+        "seconds": round(pause["seconds"], 1),
+        "at_end": bool(pause.get("at_end")),
+        "processes": pause["processes"],
+        "where": pause["groups"],
+    }
+    return answer.item("pause", pause_line(pause), pause["ranks"], [pause["step"]], **evidence)
 
 
 def _who(item: dict) -> str:

@@ -1,57 +1,85 @@
-"""The summary a person reads at the end of a run and from ``--check DIR``: short at any scale.
+"""The summary a person reads at the end of a run and from ``--check DIR``: one screen at any scale.
 
-One headline for the job, the step times across ranks, a row per process for the first few and
-for those with problems (all of them with ``--verbose``), the findings, the problems grouped by
-rank, the next command to run, and how to open what was written.
+It leads with the verdict and the answer's items (answer.py): the findings, the problems, the notes
+that need reading; what the tool told apart (its own steps, waits for a CPU, why no rank stands
+out) folds into one line of counts, shown whole with ``--explain``. Then the step times, a row per
+process for the first few and for those with something to say (all of them with ``--verbose``),
+the next command to run, and how to open what was written. No line is over WIDTH characters but
+for a path or a row of the table: longer text wraps with an indent.
 """
 
 from __future__ import annotations
 
+import textwrap
+
 from npuprof_launch.common import findings, names, numbering
-from npuprof_launch.launcher import jobview, runs, wording
+from npuprof_launch.launcher import answer, jobview, runs, wording
 
 #: Rows shown before "... and N more".
 ROWS_SHOWN = 8
+#: The longest line the summary writes, paths aside.
+WIDTH = 100
+#: The notes folded into the line of what was told apart (the rest are told whole): their words
+#: in that line, the first over its steps.
+TOLD_APART = {
+    "tool_steps": "the profiler's own",
+    "aftercare_steps": "beside its aftercare",
+    "record_steps": "holding its record writing",
+    "cpu_wait": "waiting for a CPU",
+}
 
-OPEN_TORCH = (
-    "open a trace: https://ui.perfetto.dev, 'Open trace file' (a .pt.trace.json or .pt.trace.json.gz; about 2 GB "
-    "at most in the browser); all ranks side by side: Holistic Trace Analysis (npuprof-launch's docs/output.md)"
-)
-OPEN_NPU = (
-    "open NPU data: MindStudio Insight, File > Open, a *_ascend_pt directory; all ranks: "
-    "msprof-analyze cluster -d {out}"
-)
+OPEN_TORCH = "open a trace: https://ui.perfetto.dev, 'Open trace file'; all ranks side by side: docs/output.md"
+OPEN_NPU = "open NPU data: MindStudio Insight, a *_ascend_pt folder; all ranks: msprof-analyze cluster -d {out}"
+STEP_MS = "step ms: the median time between step boundaries, the steps the tool worked in left out"
 
 
 def _ms(seconds) -> str:
     return f"{seconds * 1e3:.2f}" if seconds else "-"
 
 
-def format_table(report: dict, verbose: bool = False) -> str:
-    """The end-of-run summary (the launcher prints it on stderr; ``--check`` on stdout)."""
-    lines = []
+def format_table(report: dict, verbose: bool = False, explain: bool = False, width: int | None = WIDTH) -> str:
+    """The end-of-run summary (the launcher prints it on stderr; ``--check`` on stdout); ``explain``:
+    every note whole (the evidence of what was told apart), and every other run of the directory.
+    ``width``: where long lines wrap; None keeps each item one line (a log a user greps: cli.py
+    wraps on a terminal only)."""
+    lines: list[str] = []
+
+    def _wrap(line: str, indent: str = "    ") -> str:
+        return wrapped(line, width, indent)
+
+    def _bullet(text: str) -> str:
+        return _wrap(f"  - {text}")
+
     processes = report["processes"]
     job = report.get("job") or {}
     out = report["output_dir"]
     recorded = [p for p in processes if p.get("windows")]
-    lines.append(f"{names.VOICE} {wording.headline(processes, job)}; output in {out}")
-    others = runs.others_text(report.get("runs") or [], report.get("run_id"), out)
+    say = names.VOICE
+    lines.append(f"{say} {wording.headline(processes, job)}; output in {out}")
+    others = runs.others_text(report.get("runs") or [], report.get("run_id"), out, every=explain)
     if others:
-        lines.append(f"{names.VOICE} {others}")
+        lines.append(f"{say} {others}")
+    for heading, items in (("findings", report.get("findings")), ("problems", report["problems"])):
+        if items:
+            lines.append(f"{say} {heading}:")
+            lines.extend(_bullet(one["text"]) for one in items)
+    notes = report.get("notes") or []
+    folded = [one for one in notes if one["kind"] in TOLD_APART or one["kind"] == "no_rank_stands_out"]
+    whole = [one for one in notes if one not in folded]
+    apart = told_apart(folded)
+    if explain:
+        whole = notes
+    elif apart:
+        lines.append(_wrap(f"  {apart}"))
+    if whole:
+        lines.append(f"{say} notes:")
+        lines.extend(_bullet(_note_text(one)) for one in whole)
     step = job.get("step_time_s")
     if step:
-        lines.append(
-            f"  step time (each rank's median time between step boundaries): median {_ms(step['median'])} ms, "
-            f"p90 {_ms(step['p90'])} ms; slowest step {_ms(step['max'])} ms"
-        )
-    lines.extend(f"  {line}" for line in numbering_lines(processes))
-    if job.get("no_rank_stands_out"):
-        lines.append(f"  no rank stands out: {job['no_rank_stands_out']}")
-    for line in (job.get("tool_steps") or {}).get("lines") or ():
-        lines.append(f"  the tool's own steps: {line}")
-    if job.get("cpu_wait_lines"):
-        lines.append(f"  {findings.CPU_WAIT_MEANING}:")
-        lines.extend(f"    {line}" for line in job["cpu_wait_lines"])
+        alike = "; no rank stands out" if answer.of_kind(notes, "no_rank_stands_out") and not explain else ""
+        line = f"  step time across ranks: median {_ms(step['median'])} ms, p90 {_ms(step['p90'])} ms; "
+        lines.append(_wrap(f"{line}slowest step {_ms(step['max'])} ms{alike}"))
+    lines.extend(_wrap(f"  {line}") for line in numbering_lines(processes))
     if processes:
         lines.append(f"  {'rank':>4} {'pid':>8} {'backend':7} {'steps':>6} {'windows':>7} {'step ms':>8}  traces")
         shown = processes if verbose else _rows_to_show(processes, report)
@@ -59,52 +87,92 @@ def format_table(report: dict, verbose: bool = False) -> str:
             lines.extend(_row(process))
         if len(shown) < len(processes):
             lines.append(f"  ... and {len(processes) - len(shown)} more (npuprof-run --check {out} --verbose)")
-        lines.append(
-            "  (step ms: the median wall time between step boundaries, over the whole run but the steps the tool "
-            "worked in)"
-        )
+        if explain:
+            lines.append(f"  ({STEP_MS})")
+    lines.extend(_wrap(f"  {line}") for line in _others_lines(report, processes, recorded))
+    for suggestion in job.get("suggestions") or ():
+        lines.append(f"{say} next: {suggestion}")
+    if report.get("html"):
+        lines.append(f"{say} the whole run on one page: {report['html']}")
+    if recorded:
+        backends = {p.get("backend") for p in recorded}
+        if "torch" in backends:
+            lines.append(f"{say} {OPEN_TORCH}")
+        raw = report.get("raw_kept")
+        if raw:
+            lines.append(
+                _wrap(
+                    f"{say} {wording.count(raw['sessions'], 'NPU session')} kept as raw data, unparsed as "
+                    f"--no-analyse asked; {raw['command']} parses {'it' if raw['sessions'] == 1 else 'them'}"
+                )
+            )
+        if "npu" in backends:
+            lines.append(f"{say} {OPEN_NPU.format(out=out)}")
+    return "\n".join(lines)
+
+
+def told_apart(notes: list[dict]) -> str | None:
+    """The notes of the steps the tool told apart, in one line of counts, each step counted once
+    (under the first of TOLD_APART that holds it): ``11 steps told apart (--explain): 4 the
+    profiler's own, 6 beside its aftercare, 1 waiting for a CPU``; None when there are none."""
+    counted: set[int] = set()
+    counts: dict[str, int] = {}
+    for kind in TOLD_APART:
+        steps = {step for one in answer.of_kind(notes, kind) for step in one["steps"]} - counted
+        if steps:
+            counts[kind] = len(steps)
+            counted |= steps
+    if not counted:
+        return None
+    each = ", ".join(f"{n} {TOLD_APART[kind]}" for kind, n in counts.items())
+    return f"{wording.count(len(counted), 'step')} told apart (--explain): {each}"
+
+
+def _note_text(note: dict) -> str:
+    head = answer.KINDS[note["kind"]].head
+    if note["kind"] == "cpu_wait":
+        head = findings.CPU_WAIT_MEANING
+    return f"{head}: {note['text']}" if head else note["text"]
+
+
+def _others_lines(report: dict, processes: list[dict], recorded: list[dict]) -> list[str]:
+    """The processes that are not rows: stepped without a window, replaced, left out, idle."""
+    lines = []
     stepped = len(processes) - len(recorded)
     if stepped:
-        lines.append(f"  {wording.count(stepped, 'process')} stepped but recorded no window")
+        lines.append(f"{wording.count(stepped, 'process')} stepped but recorded no window")
     if report.get("replaced"):
         lines.append(
-            f"  {wording.count(len(report['replaced']), 'process')} replaced itself with os.exec and counted on there"
+            f"{wording.count(len(report['replaced']), 'process')} replaced itself with os.exec and counted on there"
         )
     left_out = report.get("left_out")
     if left_out:
         by = f"left out by {left_out['option']}" if left_out.get("option") else "not meant to profile"
-        lines.append(
-            f"  {jobview.who(left_out['ranks'])} ({wording.count(left_out['processes'], 'process')}): {by}, "
-            "stepped without a profiler"
-        )
+        who = f"{jobview.who(left_out['ranks'])} ({wording.count(left_out['processes'], 'process')})"
+        lines.append(f"{who}: {by}, stepped without a profiler")
     if report.get("idle_processes"):
         n = report["idle_processes"]
         lines.append(
-            f"  {wording.count(n, 'other process' if processes else 'process')} imported torch but never stepped"
+            f"{wording.count(n, 'other process' if processes else 'process')} imported torch but never stepped"
         )
-    if report.get("findings"):
-        lines.append(f"{names.VOICE} findings:")
-        lines.extend(f"  - {finding}" for finding in report["findings"])
-    if report["problems"]:
-        lines.append(f"{names.VOICE} problems:")
-        lines.extend(f"  - {problem}" for problem in report["problems"])
-    for suggestion in job.get("suggestions") or ():
-        lines.append(f"{names.VOICE} next: {suggestion}")
-    if report.get("html"):
-        lines.append(f"{names.VOICE} the whole run on one page: {report['html']} (opens offline in a browser)")
-    if recorded:
-        backends = {p.get("backend") for p in recorded}
-        if "torch" in backends:
-            lines.append(f"{names.VOICE} {OPEN_TORCH}")
-        raw = report.get("raw_kept")
-        if raw:
-            lines.append(
-                f"{names.VOICE} {wording.count(raw['sessions'], 'NPU session')} kept as raw data, unparsed as "
-                f"--no-analyse asked; {raw['command']} parses {'it' if raw['sessions'] == 1 else 'them'}"
-            )
-        if "npu" in backends:
-            lines.append(f"{names.VOICE} {OPEN_NPU.format(out=out)}")
-    return "\n".join(lines)
+    return lines
+
+
+def wrapped(line: str, width: int | None = WIDTH, indent: str = "    ") -> str:
+    """A line over ``width`` wrapped at spaces, its later lines indented; a path is never broken."""
+    if width is None or len(line) <= width:
+        return line
+    lead = line[: len(line) - len(line.lstrip())]
+    return "\n".join(
+        textwrap.wrap(
+            line.strip(),
+            width,
+            initial_indent=lead,
+            subsequent_indent=lead + indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
 
 
 def numbering_lines(processes: list[dict]) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from npuprof_launch.common import outcomes
-from npuprof_launch.launcher import report
+from npuprof_launch.launcher import reasons
 
 #: One outcome of every kind, with the fields a process records.
 EXAMPLES = [
@@ -84,19 +84,19 @@ def row(**record) -> tuple[dict, dict]:
 
 def test_the_reports_verdict_follows_the_kind_not_the_words():
     record, process = row(outcomes=[outcomes.make(outcomes.CUT_SHORT, 6, by="SIGTERM", kept=[5, 6])])
-    assert report._why_incomplete(record, process, None, False) == (
+    assert reasons.why_incomplete(record, process, None, False) == (
         "interrupted by SIGTERM at step 6; its trace keeps steps 5-6 (partial)"
     )
     record, process = row(outcomes=[outcomes.make(outcomes.CUT_SHORT, 6, by="exit", kept=[5, 6])])
-    assert report._why_incomplete(record, process, {"status": 0}, False).startswith(
+    assert reasons.why_incomplete(record, process, {"status": 0}, False).startswith(
         "0 of 1 windows completed: the job ran 6 steps, the schedule needs"
     )
     record, process = row(outcomes=[outcomes.make(outcomes.CUT_SHORT, 6, by="exit", kept=[5, 6])])
-    assert "interrupted by SIGINT" in report._why_incomplete(record, process, {"status": 130}, False)
+    assert "interrupted by SIGINT" in reasons.why_incomplete(record, process, {"status": 130}, False)
     record, process = row(outcomes=[outcomes.make(outcomes.OFF_MAIN_THREAD, None, function="f", thread="t")])
-    assert "its calls run on t, not on the main thread" in report._why_incomplete(record, process, None, False)
+    assert "its calls run on t, not on the main thread" in reasons.why_incomplete(record, process, None, False)
     record, process = row(outcomes=[outcomes.make(outcomes.UNCAUGHT, 6, type="KeyError", message=None)])
-    assert report._why_incomplete(record, process, {"status": 1}, False) == (
+    assert reasons.why_incomplete(record, process, {"status": 1}, False) == (
         "0 of 1 windows completed: the process ended with an uncaught KeyError after step 6, before the schedule "
         "completed"
     )

@@ -10,7 +10,7 @@ import types
 
 from npuprof_launch.common import outcomes
 from npuprof_launch.inprocess import windowtimeout
-from npuprof_launch.launcher import report
+from npuprof_launch.launcher import reasons
 
 LIMIT_S = 10.0  # a failure's limit only: every wait below ends on an event
 
@@ -139,14 +139,14 @@ def test_an_idle_rank_is_told_apart_from_a_job_that_ran_short():
     assert not outcomes.stopped_stepping(outcomes.make(outcomes.CUT_SHORT, 2, by="exit", kept=[1, 2], idle_s=0.4), None)
     record = {"steps": 2, "options": {"skip-first": 0, "active": 3}, "outcomes": [idle]}
     process = {"windows_completed": 0, "windows_planned": 1, "median_step_s": 0.03}
-    why = report._why_incomplete(record, process, None, False)
+    why = reasons.why_incomplete(record, process, None, False)
     assert why.startswith("0 of 1 windows completed: the process stopped stepping after step 2, inside a window")
     assert "--window-timeout SECONDS" in why
     process["median_step_s"] = 0.5
-    assert "the schedule needs" in report._why_incomplete(record, process, None, False)
+    assert "the schedule needs" in reasons.why_incomplete(record, process, None, False)
     timed = outcomes.make(outcomes.CUT_SHORT, 2, by="window_timeout", kept=[1, 2], limit_s=2.0, idle_s=2.1)
     record["outcomes"] = [timed]
-    assert report._why_incomplete(record, process, None, False) == (
+    assert reasons.why_incomplete(record, process, None, False) == (
         "0 of 1 windows completed: window cut short by --window-timeout 2 (no step for 2.1 s) at step 2; "
         "its trace keeps steps 1-2 (partial)"
     )

@@ -1,0 +1,173 @@
+"""Why the chain broke, in the report's first reason: why a process's windows did not all complete
+(its record's outcomes and the run's end), how the command ended, and why no process profiled.
+
+Decided on data (outcomes.py's kinds, the launcher's account of the run, the process log), never on
+the words of a warning.
+"""
+
+from __future__ import annotations
+
+import os
+
+from npuprof_launch.common import outcomes, processlog
+from npuprof_launch.launcher import wording
+
+#: Why a Python process may not load the hook, for the report's first reason.
+NO_HOOK_CAUSES = (
+    "a launch script that replaces PYTHONPATH (keep it: PYTHONPATH=/somewhere:$PYTHONPATH), `env -i`, "
+    "`python -I`, `-E` or `-S` (they ignore PYTHONPATH or skip site), or an interpreter without npuprof_launch"
+)
+PYTHON_FLAGS_WITHOUT_HOOK = {"-I": "isolated mode", "-E": "ignores PYTHON* variables", "-S": "skips site"}
+
+
+def why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) -> str:
+    """The true reason a process's windows did not all complete, the most telling first: decided on
+    the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning."""
+    done = f"{process['windows_completed']} of {process['windows_planned']}"
+    steps = record.get("steps")
+    at = steps + (record.get("step_offset") or 0) if isinstance(steps, int) else steps  # the job's number of it
+    found = outcomes.of_record(record)
+    cut = outcomes.of_kind(found, outcomes.CUT_SHORT)
+    if record.get("on_demand"):
+        return (
+            f"{done} requested windows completed: the job ended (or was stopped) before the last requested "
+            "window's steps ran"
+        )
+    threads = outcomes.of_kind(found, *outcomes.THREAD_KINDS)
+    if threads:
+        return f"{done} windows completed: {outcomes.sentence(threads[0])}"
+    passed = outcomes.of_kind(found, outcomes.FROM_STEP_PASSED)
+    if passed and len(passed) + process["windows_completed"] >= (process["windows_planned"] or 0):
+        return f"{done} windows completed: {outcomes.sentence(passed[0])}"
+    ended = how_the_job_ended(run)
+    raised = [outcomes.sentence(outcome) for outcome in outcomes.of_kind(found, outcomes.UNCAUGHT)]
+    if cut:
+        kept, by, stopped = outcomes.kept_words(cut[-1]), cut[-1].get("by"), _stopped_by(run)
+        for signal_name in ("SIGINT", "SIGTERM"):
+            if signal_name in (by, stopped):
+                return f"interrupted by {signal_name} at step {at}; {kept} (partial)"
+        if raised:
+            return f"{done} windows completed: {raised[0]}; {kept}"
+        if by == "window_timeout":
+            return f"{done} windows completed: {outcomes.sentence(cut[-1])} (partial)"
+        if by == "exit":
+            if ended:
+                return f"{done} windows completed: {ended} at step {at}; {kept}"
+            if outcomes.stopped_stepping(cut[-1], process.get("median_step_s")):
+                return (
+                    f"{done} windows completed: the process stopped stepping after step {at}, inside a window, "
+                    f"and ended {cut[-1]['idle_s']} s later; {kept} (partial); --window-timeout SECONDS saves such a "
+                    "window while the process still runs"
+                )
+            return f"{wording.ran_short(record, done, steps)}; {kept}"
+        return (
+            f"{done} windows completed: the window was cut short by {outcomes.cut_words(cut[-1])} at step {at}; {kept}"
+        )
+    if raised:
+        return f"{done} windows completed: {raised[0]}, before the schedule completed"
+    if ended:
+        return f"{done} windows completed: {ended} after step {steps} of this process, before the schedule completed"
+    if stale:
+        return (
+            f"{done} windows completed: it ended without its exit handlers (os._exit in a library, a kill, out of "
+            f"memory); last known step {at}"
+        )
+    return wording.ran_short(record, done, steps)
+
+
+def _stopped_by(run: dict | None) -> str | None:
+    """ "SIGINT" or "SIGTERM" when the run's data says the command was stopped by one, else None
+    (the same cases as _how_the_job_ended's words, read from the data)."""
+    if not run or run.get("start_error"):
+        return None
+    if run.get("signal"):
+        return run["signal"] if run["signal"] in ("SIGINT", "SIGTERM") else None
+    status = run.get("status")
+    if "SIGINT" in (run.get("received") or []) and status not in (None, 130):
+        return "SIGINT"
+    if status in (None, 0):
+        return None
+    if status == 130:
+        return "SIGINT"
+    if status == 143 or "SIGTERM" in (run.get("forwarded") or []):
+        return "SIGTERM"
+    return None
+
+
+def how_the_job_ended(run: dict | None) -> str | None:
+    """How the launcher saw the command end, when it did not end well; None for exit status 0."""
+    if not run:
+        return None
+    if run.get("start_error"):
+        return f"the command could not start ({run['start_error']})"
+    if run.get("signal"):
+        forwarded = " (forwarded by npuprof-run)" if run["signal"] in (run.get("forwarded") or []) else ""
+        return f"the command was killed by signal {run['signal']}{forwarded}"
+    status = run.get("status")
+    if "SIGINT" in (run.get("received") or []) and status not in (None, 130):
+        return f"the command was interrupted (SIGINT; the job caught it and ended with status {status})"
+    if status in (None, 0):
+        return None
+    if status == 130:
+        return "the command was interrupted (SIGINT, exit status 130)"
+    if status == 143 or "SIGTERM" in (run.get("forwarded") or []):
+        return f"the command was stopped (SIGTERM, exit status {status})"
+    if status > 128:
+        import signal
+
+        try:
+            name = signal.Signals(status - 128).name
+            return f"the command exited with status {status} (a process died of {name})"
+        except ValueError:
+            pass
+    return f"the command exited with status {status}"
+
+
+def why_nothing(run: dict | None, log: list[dict], idle: list[dict]) -> str:
+    """No process made a record: the first link of the chain that broke."""
+    ended = how_the_job_ended(run)
+    if run and run.get("start_error"):
+        return ended or "the command could not start"
+    loaded = [line for line in log if line.get("event") == processlog.LOADED]
+    missing = [line for line in log if line.get("event") == processlog.NO_PACKAGE]
+    prefix = f"{ended}; " if ended else ""
+    if missing and not loaded:
+        python = missing[0].get("executable")
+        return (
+            f"{prefix}no process could load the hook: {python} has no npuprof_launch installed; install it there "
+            "(pip install npuprof-launch) or run the job with the Python that has it"
+        )
+    if not loaded and not idle:
+        flags = _python_flags(run.get("command") if run else None)
+        cause = f"the command runs python {flags}" if flags else f"the likely causes: {NO_HOOK_CAUSES}"
+        if run is None:
+            return (
+                "no process of this output loaded the hook (nothing in npuprof_status/ says one did; for an env-only "
+                f"job run with --print-env that is expected until a process profiles); {cause}"
+            )
+        return f"{prefix}no Python process loaded the hook ({cause})"
+    if not idle:
+        count = len(loaded)
+        return (
+            f"{prefix}{wording.count(count, 'Python process')} loaded the hook, but none imported torch "
+            "(the job is not a PyTorch job, or it ended before importing torch)"
+        )
+    idle_count = sum(1 for line in idle if not line.get("stepped"))
+    if ended:
+        return f"{ended} before any step ({wording.count(idle_count, 'process')} had imported torch)"
+    return wording.no_step(idle_count, idle)
+
+
+def _python_flags(command: list[str] | None) -> str:
+    """The flags of a ``python`` command that keep the hook out (-I, -E, -S), or an empty string."""
+    if not command or "python" not in os.path.basename(command[0]):
+        return ""
+    found = []
+    for arg in command[1:]:
+        if not arg.startswith("-") or arg.startswith("--") or arg in ("-c", "-m"):
+            break
+        for letter in arg[1:]:
+            flag = f"-{letter}"
+            if flag in PYTHON_FLAGS_WITHOUT_HOOK:
+                found.append(f"{flag} ({PYTHON_FLAGS_WITHOUT_HOOK[flag]})")
+    return ", ".join(found)

@@ -1,0 +1,122 @@
+"""The answer as items (launcher/answer.py) and told on one screen (launcher/summary.py): the schema
+the package ships is the one the table of kinds makes; items hold kinds, severities and numbers;
+the summary folds what the tool told apart into one line of counts and wraps at its width."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import jsonschema
+import pytest
+
+from npuprof_launch.launcher import answer, summary
+
+
+def test_the_shipped_schema_is_the_one_the_table_of_kinds_makes():
+    with open(answer.SCHEMA_FILE) as handle:
+        shipped = handle.read()
+    assert shipped == answer.schema_text(), "run: python -c 'from npuprof_launch.launcher import answer; ...'"
+    jsonschema.Draft202012Validator.check_schema(json.loads(shipped))
+
+
+def test_every_kind_has_one_severity_and_a_meaning():
+    assert set(answer.SEVERITIES) == {answer.FINDING, answer.PROBLEM, answer.NOTE}
+    for name, kind in answer.KINDS.items():
+        assert kind.name == name and kind.severity in answer.SEVERITIES and kind.means, kind
+        assert re.fullmatch(r"[a-z_]+", name), name
+
+
+def test_an_item_carries_its_kind_severity_and_the_job_numbers_it_is_about():
+    one = answer.item("spike", "step 7: rank 1, 4.0x the median", [1, None, 1], [7], step_s=0.4, stage=None)
+    assert one == {
+        "kind": "spike",
+        "severity": "finding",
+        "ranks": [1],
+        "steps": [7],
+        "evidence": {"step_s": 0.4},
+        "text": "step 7: rank 1, 4.0x the median",
+    }
+    with pytest.raises(KeyError):
+        answer.item("no_such_kind", "words")
+
+
+def report_of(findings=(), problems=(), notes=(), **more) -> dict:
+    return {
+        "schema_version": answer.SCHEMA_VERSION,
+        "passed": not problems,
+        "findings": list(findings),
+        "problems": list(problems),
+        "notes": list(notes),
+        "job": {"suggestions": [], "step_time_s": {"median": 0.02, "p90": 0.021, "max": 0.09}, "hosts": 1},
+        "processes": [],
+        "output_dir": "/out",
+        **more,
+    }
+
+
+def validate(report: dict) -> None:
+    with open(answer.SCHEMA_FILE) as handle:
+        jsonschema.validate(report, json.load(handle))
+
+
+def test_the_schema_refuses_a_sentence_where_an_item_goes_and_a_kind_under_the_wrong_severity():
+    spike = answer.item("spike", "step 7", [0], [7])
+    validate(report_of(findings=[spike]))
+    with pytest.raises(jsonschema.ValidationError):
+        validate(report_of(findings=["step 7: all 4 ranks"]))
+    with pytest.raises(jsonschema.ValidationError):
+        validate(report_of(problems=[spike]))
+    with pytest.raises(jsonschema.ValidationError):
+        validate(report_of(findings=[{**spike, "severity": "note"}]))
+    with pytest.raises(jsonschema.ValidationError):
+        validate(report_of(findings=[{**spike, "kind": "spikes"}]))
+
+
+def test_what_the_tool_told_apart_is_one_line_of_counts_each_step_once():
+    notes = [
+        answer.item("tool_steps", "steps 2-5 ...", steps=[2, 3, 4, 5]),
+        answer.item("aftercare_steps", "steps 5-12 ...", steps=range(5, 13)),
+        answer.item("cpu_wait", "step 14 ...", [0], [14]),
+        answer.item("cpu_wait", "step 10 ...", [1], [10]),
+    ]
+    assert summary.told_apart(notes) == (
+        "12 steps told apart (--explain): 4 the profiler's own, 7 beside its aftercare, 1 waiting for a CPU"
+    ), "step 10 waited for a CPU beside the aftercare: counted once, under the aftercare"
+    assert summary.told_apart([answer.item("windows_differ", "the ranks' windows ...", [0], [3])]) is None
+
+
+def test_the_summary_leads_with_the_findings_folds_the_notes_and_wraps_long_lines():
+    long_reason = "a slowdown from step 40: " + "rank 1's step took 61.0 ms against 20.9 ms before, " * 4
+    report = report_of(
+        findings=[answer.item("slowdown", long_reason, [1], [40])],
+        notes=[
+            answer.item("tool_steps", "steps 2-5 (the windows ...)", steps=[2, 3, 4, 5]),
+            answer.item("no_rank_stands_out", "the ranks' step times overlap"),
+            answer.item("windows_differ", "the ranks' windows cover different steps: rank 0: steps 3-4", [0], [3, 4]),
+        ],
+    )
+    lines = summary.format_table(report).splitlines()
+    assert lines[1] == f"{summary.names.VOICE} findings:", lines
+    assert all(len(line) <= summary.WIDTH for line in lines), [line for line in lines if len(line) > summary.WIDTH]
+    assert lines[2].startswith("  - a slowdown from step 40:") and re.match(r"      \S", lines[3]), lines
+    assert "  4 steps told apart (--explain): 4 the profiler's own" in lines
+    assert any(line.endswith("; no rank stands out") for line in lines), lines
+    assert "  - the ranks' windows cover different steps: rank 0: steps 3-4" in lines, "a note of its own: told whole"
+    explained = summary.format_table(report, explain=True)
+    assert "the tool's own steps: steps 2-5 (the windows ...)" in explained
+    assert "no rank stands out: the ranks' step times overlap" in explained
+    assert "told apart (--explain)" not in explained
+
+
+def test_a_path_is_never_broken_by_the_wrap():
+    path = "/home/you/" + "a-very-long-folder-name/" * 6 + "npuprof_report.html"
+    wrapped = summary.wrapped(f"  the page is at {path} and the traces beside it, in the same folder as always")
+    assert path in wrapped.splitlines()[0] or any(path in line for line in wrapped.splitlines())
+
+
+def test_docs_answer_md_documents_every_kind_with_its_severity():
+    with open(os.path.join(os.path.dirname(answer.SCHEMA_FILE), "..", "..", "docs", "answer.md")) as handle:
+        documented = dict(re.findall(r"^\| `([a-z_]+)` \| (finding|problem|note) \|", handle.read(), re.M))
+    assert documented == {name: kind.severity for name, kind in answer.KINDS.items()}
