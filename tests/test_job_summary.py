@@ -110,10 +110,13 @@ def test_the_suggested_command_records_the_spike(straggler_run, tmp_path):
     assert "step 7, profiled: the others waited for rank 1: it spent " in rerun.stderr, rerun.stderr
 
 
-def test_the_processes_come_in_rank_order(straggler_run):
-    _, out, _ = straggler_run
+def test_the_processes_come_in_rank_order_and_the_agent_is_no_idle_process(straggler_run):
+    _, out, result = straggler_run
     _, report = check_json(out)
     assert [p["rank"] for p in report["processes"]] == [0, 1, 2, 3]
+    # torchrun's agent imports torch to start the ranks, never to step: counted apart, not told.
+    assert report["launcher_processes"] == 1 and report["idle_processes"] == 0, report["launcher_processes"]
+    assert "never stepped" not in result.stderr, result.stderr
 
 
 def test_the_tools_own_steps_are_never_the_jobs_spikes(tmp_path):

@@ -55,6 +55,27 @@ FRAMEWORK_STEPS = {
 }
 
 
+#: The launchers that start a job's workers and wait for them, importing torch on the way (their
+#: command's name, or the module run with ``python -m``): such a process is never meant to step, so
+#: the report counts it apart, not as a process that "imported torch but never stepped".
+LAUNCHERS = {
+    "torchrun": "torchrun",
+    "torch.distributed.run": "torchrun",
+    "torch.distributed.launch": "torch.distributed.launch",
+    "accelerate": "accelerate launch",
+    "accelerate.commands.launch": "accelerate launch",
+    "deepspeed": "deepspeed",
+    "deepspeed.launcher.runner": "deepspeed",
+    "deepspeed.launcher.launch": "deepspeed",
+}
+
+
+def launcher_name(argv: list[str], main_module: str | None) -> str | None:
+    """Which launcher (LAUNCHERS) this process is, from its command or its ``-m`` module; else None."""
+    command = os.path.basename(argv[0]) if argv else ""
+    return LAUNCHERS.get(main_module or "") or LAUNCHERS.get(command)
+
+
 def log_idle(environ, declared: list[dict], stepped: bool) -> None:
     """At exit: a process that imported torch (or a declared function's module) and made no step,
     or whose declared functions made none here, with the reasons."""
@@ -79,6 +100,10 @@ def log_idle(environ, declared: list[dict], stepped: bool) -> None:
         "declared": declared,
         "frameworks": [name for name in FRAMEWORK_STEPS if name in sys.modules],
     }
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    launcher = launcher_name(sys.argv, getattr(spec, "name", None))
+    if launcher:
+        line["launcher"] = launcher
     files.append_line(path, json.dumps(line))
 
 

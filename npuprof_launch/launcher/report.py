@@ -78,7 +78,8 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     processes.sort(key=_order)
     for text in _excluded_problems(excluded, processes):
         problems.append((None, answer.item("ranks_matched_nothing", text)))
-    idle = [line for line in log if line.get("event") == processlog.IDLE]
+    idle = [line for line in log if line.get("event") == processlog.IDLE and not line.get("launcher")]
+    launchers = [line for line in log if line.get("event") == processlog.IDLE and line.get("launcher")]
     declared, told = _declared_problems(records, idle, run)
     problems.extend((None, one) for one in declared)
     full = windowfiles.full_disk(output_dir)  # its effects (no record, no trace) would be told as causes
@@ -154,6 +155,8 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         "processes": processes,
         "replaced": [_label(r) for r in replaced],
         "idle_processes": sum(1 for line in idle if not line.get("stepped") and id(line) not in told),
+        # torchrun's agent and the like: they import torch to start the workers, never to step.
+        "launcher_processes": len(launchers),
         "left_out": _left_out(excluded),
         "run": run,
         "run_id": reported,
