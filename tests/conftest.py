@@ -85,7 +85,7 @@ def accepted(suggestion: str) -> tuple:
     the tool's own words when the tool would refuse it (exit 2)."""
     import shlex
 
-    from npuprof_launch.launcher import cli
+    from npuprof_launch.launcher import arguments
 
     text = suggestion
     if text.startswith(EVAL[0]) and text.endswith(EVAL[1]):
@@ -93,9 +93,9 @@ def accepted(suggestion: str) -> tuple:
     argv = shlex.split(text)
     assert argv[0] == "npuprof-run", suggestion
     try:
-        namespace, command, mode = cli.parse(argv[1:])
-        config = cli.resolve_config(namespace, {})
-    except (cli.UsageError, SystemExit) as exc:
+        namespace, command, mode = arguments.parse(argv[1:])
+        config = arguments.resolve_config(namespace, {})
+    except (arguments.UsageError, SystemExit) as exc:
         raise AssertionError(f"the tool refuses the command it suggested: {suggestion}\n{exc}") from None
     assert (mode == "--print-env") if text is not suggestion else (mode is None and command), suggestion
     assert config.output_dir and namespace.output_dir, f"a suggestion without its run's --output-dir: {suggestion}"

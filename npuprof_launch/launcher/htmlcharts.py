@@ -29,9 +29,11 @@ import collections
 import json
 import math
 
-from npuprof_launch.launcher import jobview
+from npuprof_launch.launcher import wording
 from npuprof_launch.launcher.htmlgrid import INF_KEY, LINE_ROWS, Grid, key_value
-from npuprof_launch.launcher.htmlsections import count, esc, ms_text
+from npuprof_launch.launcher.htmltext import esc, ms_text
+
+count = wording.count
 
 #: The heat map's colours span the cells but this share at each end (drawn at the scale's end), so
 #: that a few spikes do not flatten the rest; and at least this ratio of times.
@@ -259,7 +261,7 @@ def _heatmap(grid: Grid, job: dict) -> str:
         "slowColour": SLOW_COLOUR,
         "windows": _window_rects(grid),
         "spikes": [
-            [s["step"], s["vs_median"], jobview.who(s["ranks"]) if s.get("ranks") else ""]
+            [s["step"], s["vs_median"], wording.who(s["ranks"]) if s.get("ranks") else ""]
             for s in job.get("spikes") or ()
         ],
         "stepTicks": _step_ticks(grid.first, grid.last, 10),

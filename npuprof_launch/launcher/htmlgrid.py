@@ -29,7 +29,7 @@ import struct
 import sys
 
 from npuprof_launch.common import steptimes
-from npuprof_launch.launcher import jobview
+from npuprof_launch.launcher import wording
 
 #: The most step columns drawn; a longer run is downsampled (the max of each bucket).
 MAX_COLUMNS = 1000
@@ -206,7 +206,7 @@ def _row_label(members: list[dict]) -> str:
     if len(members) == 1:
         return process_label(members[0])
     ranks = [p["rank"] for p in members if p.get("rank") is not None]
-    return jobview.who(ranks) if ranks else f"{len(members)} processes"
+    return wording.who(ranks) if ranks else f"{len(members)} processes"
 
 
 # ---------------------------------------------------------------------------------------------

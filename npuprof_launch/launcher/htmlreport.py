@@ -30,6 +30,7 @@ import hashlib
 import os
 
 from npuprof_launch.launcher import htmlcharts, htmlgrid, htmlsections
+from npuprof_launch.launcher.htmltext import esc
 
 FILE_NAME = "npuprof_report.html"
 #: The page's style and script, beside this module (pyproject.toml's package-data ships them).
@@ -60,7 +61,7 @@ def render(report: dict) -> str:
         htmlsections.next_commands(job),
         htmlsections.process_table(processes, report, job),
         htmlsections.how_to_open(processes, out, report.get("raw_kept")),
-        f"<footer>Written by npuprof-run from {htmlsections.esc(out)}. Standard library only; no network: "
+        f"<footer>Written by npuprof-run from {esc(out)}. Standard library only; no network: "
         f"the page loads nothing.</footer>\n</main>\n<script>{script}</script>\n</body>\n</html>\n",
     ]
     return "".join(parts)
@@ -96,7 +97,7 @@ def _head(report: dict, job: dict, style: str, script: str) -> str:
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{htmlsections.esc(title)}</title>\n<style>{style}</style>\n</head>\n<body>\n<main>\n"
+        f"<title>{esc(title)}</title>\n<style>{style}</style>\n</head>\n<body>\n<main>\n"
     )
 
 

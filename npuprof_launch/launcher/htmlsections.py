@@ -17,7 +17,6 @@ and the trace links are relative, so the output directory can be copied whole.
 from __future__ import annotations
 
 import datetime
-import html
 import os
 import shlex
 import urllib.parse
@@ -25,6 +24,7 @@ import urllib.parse
 from npuprof_launch.common import names, stepstats
 from npuprof_launch.launcher import answer, jobview, runs, wording
 from npuprof_launch.launcher.htmlgrid import median_s, process_label, process_windows
+from npuprof_launch.launcher.htmltext import esc, ms_text
 
 #: Operators shown per process in the table.
 TABLE_OPERATORS = 3
@@ -87,7 +87,7 @@ def header(report: dict, job: dict) -> str:
         tiles.append(
             (
                 "slow " + ("rank" if len(slow) == 1 else "ranks"),
-                f'<span class="slowname">{esc(jobview.compact_ranks(slow))}</span>',
+                f'<span class="slowname">{esc(wording.compact_ranks(slow))}</span>',
             )
         )
     if job.get("spikes"):
@@ -151,7 +151,7 @@ def spike_table(job: dict) -> str:
         if ranks and len(ranks) == ranks_total and len(ranks) > 1:
             where = f"all {len(ranks)} ranks"
         elif ranks:
-            where = jobview.who(ranks)
+            where = wording.who(ranks)
         else:
             where = count(spike.get("processes") or 0, "process")
         rows.append(
@@ -311,26 +311,11 @@ def how_to_open(processes: list[dict], out: str, raw: dict | None = None) -> str
 # Text
 
 
-def esc(value) -> str:
-    """HTML-escaped text (quotes too, for attributes); None as nothing."""
-    return html.escape("" if value is None else str(value), quote=True)
-
-
 count = wording.count
 
 
 def _int(value) -> str:
     return f"{value:,}" if isinstance(value, int) else "-"
-
-
-def ms_text(seconds) -> str:
-    """Seconds as milliseconds, to about three figures; ``-`` for none (or 0)."""
-    if not seconds:
-        return "-"
-    ms = seconds * 1e3
-    if ms >= 1000:
-        return f"{ms:,.0f}"
-    return f"{ms:.1f}" if ms >= 10 else f"{ms:.2f}"
 
 
 def _ms_unit(seconds) -> str:

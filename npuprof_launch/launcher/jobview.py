@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from npuprof_launch.common import findings, names, options, stages, stepstats, steptimes
-from npuprof_launch.launcher import answer, lockstep
+from npuprof_launch.launcher import answer, lockstep, wording
 
 #: The options a suggested run sets itself; every other option the run was given is kept.
 SUGGESTION_SETS = (*names.SCHEDULE_KEYS, "ranks", "total-steps", "on-demand")
@@ -35,33 +35,6 @@ SLOW_RANKS_TESTED = 3
 TOOL_STEPS_READ = 64
 #: Where summarize() keeps its notes (items) until report.build takes them out (notes()).
 NOTES = "_notes"
-
-
-def compact_ranks(ranks) -> str:
-    """[0, 1, 2, 3, 5, 7, 8] -> "0-3, 5, 7-8" (in numeric order)."""
-    ordered = sorted(set(ranks))
-    parts, start, previous = [], None, None
-    for rank in ordered:
-        if previous is None:
-            start = previous = rank
-        elif rank == previous + 1:
-            previous = rank
-        else:
-            parts.append(f"{start}-{previous}" if previous != start else f"{start}")
-            start = previous = rank
-    if start is not None:
-        parts.append(f"{start}-{previous}" if previous != start else f"{start}")
-    return ", ".join(parts)
-
-
-def rank_list(ranks) -> str:
-    """The same ranks as a ``--ranks`` value: "0-3,5,7-8"."""
-    return compact_ranks(ranks).replace(", ", ",")
-
-
-def who(ranks) -> str:
-    ranks = sorted(set(ranks))
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compact_ranks(ranks)}"
 
 
 def load(process: dict, output_dir: str, warmup: int = 0) -> dict | None:
@@ -436,7 +409,7 @@ def _tool_steps(
         writes = [{"step": one[0], "step_s": one[1], "writing_s": one[2]} for one in held]
         notes.append(answer.item("record_steps", line, steps=[one[0] for one in held], writes=writes))
     if theirs:
-        ranks = rank_list(sorted({item[3] for item in theirs}, key=str))
+        ranks = wording.rank_list(sorted({item[3] for item in theirs}, key=str))
         line = _writing_line(
             sorted(theirs, key=lambda item: item[0]),
             "waited for",
@@ -504,7 +477,7 @@ def _suggestions(job: dict, command: list[str] | None, given: dict, route: str =
         spike = job["spikes"][0]
         ranks = spike["ranks"]
         everyone = len(ranks) >= job["ranks"]
-        where = [] if everyone or not ranks else ["--ranks", rank_list(ranks)]
+        where = [] if everyone or not ranks else ["--ranks", wording.rank_list(ranks)]
         found.append(_run(where, spike, spike["step"] - 1, 1, command, given, route))
     if job["slow_ranks"]:
         slow = job["slow_ranks"][0]

@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from npuprof_launch.common import deliverables, names, options, processlog
-from npuprof_launch.common.record import ENDED_EXEC, alive_here, read_dir
+from npuprof_launch.common.record import ENDED_EXEC, alive_here, attempt_of, process_count, read_dir
 from npuprof_launch.launcher import answer, jobview, launch, reasons, runs, slowdowns, stallview, windowfiles, wording
 from npuprof_launch.launcher.progress import Progress
 
@@ -96,7 +96,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         route=runs.route(run, records),
         steps_of=lambda process: jobview.read_steps(process, output_dir),
     )
-    job["processes"] = runs.process_count(processes)  # a process with two stages has two rows
+    job["processes"] = process_count(processes)  # a process with two stages has two rows
     job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
     findings[:0] = [stallview.stall_item(stall) for stall in job["stalls"]]  # the job stopped: said first
     findings.extend(stallview.pause_item(pause) for pause in job["pauses"])
@@ -170,7 +170,7 @@ def _label(record: dict) -> str:
     rank = record.get("rank")
     where = f"rank {rank}" if rank is not None else "process"
     stage = f" stage {record['stage']}" if record.get("stage") else ""
-    attempt = runs.attempt_of(record)
+    attempt = attempt_of(record)
     restart = f", after restart {attempt}" if attempt else ""
     image = ", before its os.exec" if record.get("ended") == ENDED_EXEC else ""
     return f"{where}{stage} (pid {record.get('pid')} on {record.get('host')}{restart}{image})"
@@ -199,7 +199,7 @@ def _differing_windows(window_steps: list[dict]) -> list[dict]:
 
 
 def _whose(entry: dict) -> str:
-    who = jobview.who(entry["ranks"]) if entry["ranks"] else "processes without a rank"
+    who = wording.who(entry["ranks"]) if entry["ranks"] else "processes without a rank"
     return f"stage {entry['stage']} {who}" if entry.get("stage") else who
 
 
@@ -235,7 +235,7 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
         )
     }
     process.update(
-        attempt=runs.attempt_of(record),
+        attempt=attempt_of(record),
         traces=list(record.get("traces") or []),
         windows=[dict(w) for w in record.get("windows") or []],
         warnings=list(record.get("warnings") or []),
@@ -379,7 +379,7 @@ def _left_out(excluded: list[dict]) -> dict | None:
     ranks = sorted({r["rank"] if r.get("rank") is not None else 0 for r in excluded})
     return {
         "ranks": ranks,
-        "processes": runs.process_count(excluded),
+        "processes": process_count(excluded),
         "option": f"--ranks {options.BY_NAME['ranks'].format(chosen)}" if chosen else None,
     }
 
@@ -434,7 +434,7 @@ def _where(finding: dict, job: dict) -> str:
     if ranks and len(ranks) == job["ranks"] and len(ranks) > 1:
         return f"all {len(ranks)} ranks"
     if ranks:
-        return jobview.who(ranks)
+        return wording.who(ranks)
     return wording.count(finding["processes"], "process")
 
 
@@ -494,5 +494,5 @@ def _grouped(problems: list[tuple[tuple | None, dict]]) -> list[dict]:
         ranks = [rank for one in items for rank in one["ranks"]]
         stage_text = f" stage {stage}" if stage else ""
         evidence = {"pids": [one["evidence"].get("pid") for one in items]}
-        told.append(answer.item(kind, f"{jobview.who(ranks)}{stage_text}: {reason}", ranks, **evidence))
+        told.append(answer.item(kind, f"{wording.who(ranks)}{stage_text}: {reason}", ranks, **evidence))
     return told

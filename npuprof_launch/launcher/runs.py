@@ -20,29 +20,7 @@ from __future__ import annotations
 import os
 
 from npuprof_launch.common import names, options
-
-
-def attempt_of(record: dict) -> int:
-    """Which attempt of its job a process belongs to: 0 for the first, N after the Nth restart
-    (older records lack the field; their worker name still says it)."""
-    attempt = record.get("attempt")
-    if isinstance(attempt, int) and attempt > 0:
-        return attempt
-    return names.attempt_of_worker(record.get("worker"))
-
-
-def process_count(rows: list[dict]) -> int:
-    """Processes counted once: a process with several stages (``--scenario rl`` without ``--split``)
-    has a report row, and a record, per stage."""
-    return len({(row.get("host"), row.get("pid"), attempt_of(row)) for row in rows})
-
-
-def attempts_text(processes: list[dict]) -> str:
-    """ ", 2 attempts (torchelastic restarted the job once)" for the headline, where there were several."""
-    attempts = sorted({process.get("attempt") or 0 for process in processes})
-    if len(attempts) < 2:
-        return ""
-    return f", {len(attempts)} attempts (torchelastic restarts; each shown apart, never compared)"
+from npuprof_launch.common.record import attempt_of
 
 
 def listed(records: list[dict], accounts: dict[str, dict], log: list[dict], output_dir: str) -> list[dict]:

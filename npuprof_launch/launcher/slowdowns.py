@@ -26,6 +26,8 @@ import math
 import statistics
 from collections.abc import Sequence
 
+from npuprof_launch.launcher import answer, wording
+
 MAX_BLOCKS = 400
 MIN_SIDE = 10
 MIN_RATIO = 1.15
@@ -235,15 +237,13 @@ def group(found: list[dict], ranks_timed: int) -> list[dict]:
 
 def text(slowdown: dict) -> str:
     """``from step 4,512 every rank's step took 530 ms against 410 ms before (1.29x), to the end``."""
-    from npuprof_launch.launcher import jobview
-
     if slowdown["every_rank"]:
         whose = "every rank's step"
     elif slowdown["ranks"]:
         whose = (
-            f"{jobview.who(slowdown['ranks'])}'s step"
+            f"{wording.who(slowdown['ranks'])}'s step"
             if len(slowdown["ranks"]) == 1
-            else (f"the steps of {jobview.who(slowdown['ranks'])}")
+            else (f"the steps of {wording.who(slowdown['ranks'])}")
         )
     else:
         whose = "the step"
@@ -260,8 +260,6 @@ def text(slowdown: dict) -> str:
 
 def item(slowdown: dict) -> dict:
     """The answer's item of a slowdown (of_processes): its ranks, its first step, the per-rank tests."""
-    from npuprof_launch.launcher import answer
-
     evidence = {
         key: slowdown.get(key)
         for key in ("before_s", "after_s", "ratio", "every_rank", "to_end", "back_at", "processes", "evidence")
@@ -275,7 +273,6 @@ def asked_windows(processes: list[dict], records: list[dict]) -> list[dict]:
     and one per window a request asked for that the job ended before (outcomes.NOT_REACHED: told,
     not a failure). A window that began and recorded no whole step before the job ended says so."""
     from npuprof_launch.common import outcomes
-    from npuprof_launch.launcher import answer
 
     asked = {
         (window["first_step"], window.get("last_step"), window["reason"])

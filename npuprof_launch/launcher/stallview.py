@@ -19,7 +19,7 @@ import os
 import threading
 
 from npuprof_launch.common import names, record, stalls
-from npuprof_launch.launcher import answer, jobview
+from npuprof_launch.launcher import answer, wording
 
 #: How often the launcher looks at the stacks files while the job runs.
 WATCH_EVERY_S = 2.0
@@ -103,7 +103,7 @@ def where_text(groups: list[dict]) -> str:
     parts = []
     for group in groups:
         if group["ranks"]:
-            who = jobview.who(group["ranks"])
+            who = wording.who(group["ranks"])
         else:
             who = "it was" if group["processes"] == 1 else f"{group['processes']} processes were"
         parts.append(f"{who} {stalls.place_text(group)}")
@@ -145,7 +145,7 @@ def pause_item(pause: dict) -> dict:
 
 def _who(item: dict) -> str:
     if item["ranks"]:
-        return jobview.who(item["ranks"])
+        return wording.who(item["ranks"])
     return f"{item['processes']} process" + ("es" if item["processes"] != 1 else "")
 
 

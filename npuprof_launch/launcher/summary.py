@@ -13,7 +13,7 @@ from __future__ import annotations
 import textwrap
 
 from npuprof_launch.common import findings, names, numbering
-from npuprof_launch.launcher import answer, jobview, runs, wording
+from npuprof_launch.launcher import answer, runs, wording
 
 #: Rows shown before "... and N more".
 ROWS_SHOWN = 8
@@ -22,10 +22,10 @@ WIDTH = 100
 #: The notes folded into the line of what was told apart (the rest are told whole): their words
 #: in that line, the first over its steps.
 TOLD_APART = {
-    "tool_steps": "the profiler's own",
-    "aftercare_steps": "beside its aftercare",
-    "record_steps": "holding its record writing",
-    "cpu_wait": "waiting for a CPU",
+    "tool_steps": "profiler",
+    "aftercare_steps": "aftercare",
+    "record_steps": "record writes",
+    "cpu_wait": "CPU waits",
 }
 
 OPEN_TORCH = "open a trace: https://ui.perfetto.dev, 'Open trace file'; all ranks side by side: docs/output.md"
@@ -113,8 +113,8 @@ def format_table(report: dict, verbose: bool = False, explain: bool = False, wid
 
 def told_apart(notes: list[dict]) -> str | None:
     """The notes of the steps the tool told apart, in one line of counts, each step counted once
-    (under the first of TOLD_APART that holds it): ``11 steps told apart (--explain): 4 the
-    profiler's own, 6 beside its aftercare, 1 waiting for a CPU``; None when there are none."""
+    (under the first of TOLD_APART that holds it): ``steps told apart: 4 profiler, 6 aftercare,
+    1 CPU waits (--explain)``, under 100 characters with all four at 9,999 steps; None when none."""
     counted: set[int] = set()
     counts: dict[str, int] = {}
     for kind in TOLD_APART:
@@ -124,8 +124,7 @@ def told_apart(notes: list[dict]) -> str | None:
             counted |= steps
     if not counted:
         return None
-    each = ", ".join(f"{n} {TOLD_APART[kind]}" for kind, n in counts.items())
-    return f"{wording.count(len(counted), 'step')} told apart (--explain): {each}"
+    return "steps told apart: " + ", ".join(f"{n} {TOLD_APART[kind]}" for kind, n in counts.items()) + " (--explain)"
 
 
 def _note_text(note: dict) -> str:
@@ -148,7 +147,7 @@ def _others_lines(report: dict, processes: list[dict], recorded: list[dict]) -> 
     left_out = report.get("left_out")
     if left_out:
         by = f"left out by {left_out['option']}" if left_out.get("option") else "not meant to profile"
-        who = f"{jobview.who(left_out['ranks'])} ({wording.count(left_out['processes'], 'process')})"
+        who = f"{wording.who(left_out['ranks'])} ({wording.count(left_out['processes'], 'process')})"
         lines.append(f"{who}: {by}, stepped without a profiler")
     if report.get("idle_processes"):
         n = report["idle_processes"]

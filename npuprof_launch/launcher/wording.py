@@ -3,8 +3,7 @@ reasons all say a count, the headline and "incomplete" through here, so they nev
 
 from __future__ import annotations
 
-from npuprof_launch.common import options, processlog
-from npuprof_launch.launcher import jobview, runs
+from npuprof_launch.common import options, processlog, record
 
 
 def count(n: int, noun: str) -> str:
@@ -34,16 +33,16 @@ def headline(processes: list[dict], job: dict) -> str:
     """One line of what was profiled, and of a job that stopped stepping: the summary's first line,
     the page's title and the line under its heading."""
     recorded = [p for p in processes if p.get("windows")]
-    text = f"{count(runs.process_count(recorded), 'process')} profiled"
+    text = f"{count(record.process_count(recorded), 'process')} profiled"
     if not processes:
         return text
     ranks = sorted({p["rank"] for p in processes if p.get("rank") is not None})
     hosts = count(job.get("hosts") or 1, "host")
-    where = f"{jobview.who(ranks)} on {hosts}" if ranks else hosts
+    where = f"{who(ranks)} on {hosts}" if ranks else hosts
     done = f"{job.get('windows_completed', 0)} of {job.get('windows_planned', 0)} windows complete"
-    text = f"{text} ({where}{runs.attempts_text(processes)}), {done}"
+    text = f"{text} ({where}{attempts_text(processes)}), {done}"
     for stall in job.get("stalls") or ():
-        whose = jobview.who(stall["ranks"]) if stall.get("ranks") else count(stall["processes"], "process")
+        whose = who(stall["ranks"]) if stall.get("ranks") else count(stall["processes"], "process")
         text += f"; the job stopped stepping on {whose} (after step {stall['since_step']} or a few more)"
     return text
 
@@ -86,3 +85,38 @@ def ran_short(record: dict, done: str, steps) -> str:
         f"{done} windows completed: the job ran {ran}, the schedule needs {schedule.formula()}; "
         "lower --skip-first/--active/--repeat or run more steps"
     )
+
+
+def compact_ranks(ranks) -> str:
+    """[0, 1, 2, 3, 5, 7, 8] -> "0-3, 5, 7-8" (in numeric order)."""
+    ordered = sorted(set(ranks))
+    parts, start, previous = [], None, None
+    for rank in ordered:
+        if previous is None:
+            start = previous = rank
+        elif rank == previous + 1:
+            previous = rank
+        else:
+            parts.append(f"{start}-{previous}" if previous != start else f"{start}")
+            start = previous = rank
+    if start is not None:
+        parts.append(f"{start}-{previous}" if previous != start else f"{start}")
+    return ", ".join(parts)
+
+
+def rank_list(ranks) -> str:
+    """The same ranks as a ``--ranks`` value: "0-3,5,7-8"."""
+    return compact_ranks(ranks).replace(", ", ",")
+
+
+def who(ranks) -> str:
+    ranks = sorted(set(ranks))
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compact_ranks(ranks)}"
+
+
+def attempts_text(processes: list[dict]) -> str:
+    """ ", 2 attempts (torchelastic restarted the job once)" for the headline, where there were several."""
+    attempts = sorted({process.get("attempt") or 0 for process in processes})
+    if len(attempts) < 2:
+        return ""
+    return f", {len(attempts)} attempts (torchelastic restarts; each shown apart, never compared)"

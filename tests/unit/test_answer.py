@@ -81,9 +81,9 @@ def test_what_the_tool_told_apart_is_one_line_of_counts_each_step_once():
         answer.item("cpu_wait", "step 14 ...", [0], [14]),
         answer.item("cpu_wait", "step 10 ...", [1], [10]),
     ]
-    assert summary.told_apart(notes) == (
-        "12 steps told apart (--explain): 4 the profiler's own, 7 beside its aftercare, 1 waiting for a CPU"
-    ), "step 10 waited for a CPU beside the aftercare: counted once, under the aftercare"
+    assert summary.told_apart(notes) == ("steps told apart: 4 profiler, 7 aftercare, 1 CPU waits (--explain)"), (
+        "step 10 waited for a CPU beside the aftercare: counted once, under the aftercare"
+    )
     assert summary.told_apart([answer.item("windows_differ", "the ranks' windows ...", [0], [3])]) is None
 
 
@@ -101,13 +101,13 @@ def test_the_summary_leads_with_the_findings_folds_the_notes_and_wraps_long_line
     assert lines[1] == f"{summary.names.VOICE} findings:", lines
     assert all(len(line) <= summary.WIDTH for line in lines), [line for line in lines if len(line) > summary.WIDTH]
     assert lines[2].startswith("  - a slowdown from step 40:") and re.match(r"      \S", lines[3]), lines
-    assert "  4 steps told apart (--explain): 4 the profiler's own" in lines
+    assert "  steps told apart: 4 profiler (--explain)" in lines
     assert any(line.endswith("; no rank stands out") for line in lines), lines
     assert "  - the ranks' windows cover different steps: rank 0: steps 3-4" in lines, "a note of its own: told whole"
     explained = summary.format_table(report, explain=True)
     assert "the tool's own steps: steps 2-5 (the windows ...)" in explained
     assert "no rank stands out: the ranks' step times overlap" in explained
-    assert "told apart (--explain)" not in explained
+    assert "steps told apart:" not in explained
 
 
 def test_a_path_is_never_broken_by_the_wrap():
@@ -120,3 +120,14 @@ def test_docs_answer_md_documents_every_kind_with_its_severity():
     with open(os.path.join(os.path.dirname(answer.SCHEMA_FILE), "..", "..", "docs", "answer.md")) as handle:
         documented = dict(re.findall(r"^\| `([a-z_]+)` \| (finding|problem|note) \|", handle.read(), re.M))
     assert documented == {name: kind.severity for name, kind in answer.KINDS.items()}
+
+
+def test_the_line_of_what_was_told_apart_fits_the_width_with_every_kind():
+    notes = [
+        answer.item("tool_steps", "...", steps=range(1, 10000)),
+        answer.item("aftercare_steps", "...", steps=range(10000, 19999)),
+        answer.item("record_steps", "...", steps=range(20000, 29999)),
+        answer.item("cpu_wait", "...", [0], range(30000, 39999)),
+    ]
+    line = f"  {summary.told_apart(notes)}"
+    assert len(line) <= summary.WIDTH, line

@@ -257,6 +257,11 @@ def test_in_lockstep_a_rank_that_is_all_sleep_makes_the_others_wait_a_whole_step
     rows = [collective_row(0, 0.640, 5, 0.2023, 0.660), collective_row(1, 0.004, 5, 0.2023, 0.700)]
     (slow,) = jobview.summarize(rows)["slow_ranks"]
     assert slow["rank"] == 1 and slow["method"] == "collectives"
+    # A suite beside it on 2 cores: rank 0 waited 204.5 ms a recorded step, past rank 1's whole recorded
+    # step (203.5 ms), in a window 18 ms longer than rank 1's: it waited for rank 1 there too.
+    rows = [collective_row(0, 0.6171, 5, 0.2022, 0.6284), collective_row(1, 0.0036, 5, 0.2020, 0.6105)]
+    (slow,) = jobview.summarize(rows)["slow_ranks"]
+    assert slow["rank"] == 1 and slow["method"] == "collectives"
     # Alike ranks whose window made one slower: 7.6 ms of waits a recorded step on 7 ms steps, the
     # waited-for rank's own time a recorded step 11.7 ms (the profiler's), past 1.1 steps.
     alike = [collective_row(0, 0.0258, 5, 0.007, 0.038), collective_row(1, 0.003, 5, 0.007, 0.038)]

@@ -7,7 +7,8 @@ import os
 from conftest import accepted
 
 from npuprof_launch.common import names
-from npuprof_launch.launcher import htmlsections, jobview, runs
+from npuprof_launch.common.record import attempt_of, process_count
+from npuprof_launch.launcher import htmlsections, jobview, runs, wording
 
 
 def record(run_id: str, pid: int, **fields) -> dict:
@@ -15,9 +16,9 @@ def record(run_id: str, pid: int, **fields) -> dict:
 
 
 def test_attempts_come_from_the_field_or_an_older_records_worker_name():
-    assert runs.attempt_of({"attempt": 2}) == 2
-    assert runs.attempt_of({"worker": "h_rank1_pid9_restart3"}) == 3
-    assert runs.attempt_of({"worker": "h_rank1_pid9"}) == 0
+    assert attempt_of({"attempt": 2}) == 2
+    assert attempt_of({"worker": "h_rank1_pid9_restart3"}) == 3
+    assert attempt_of({"worker": "h_rank1_pid9"}) == 0
     assert names.attempt_of_worker("h_pid9_restartx") == 0
 
 
@@ -38,10 +39,10 @@ def test_runs_are_listed_oldest_first_and_the_latest_is_reported(tmp_path):
 
 def test_stages_of_one_process_count_once_and_attempts_apart():
     rows = [{"host": "h", "pid": 1, "stage": "rollout"}, {"host": "h", "pid": 1, "stage": "update"}]
-    assert runs.process_count(rows) == 1
-    assert runs.process_count([*rows, {"host": "h", "pid": 1, "attempt": 1}]) == 2
-    assert runs.attempts_text(rows) == ""
-    assert runs.attempts_text([*rows, {"attempt": 1}]).startswith(", 2 attempts")
+    assert process_count(rows) == 1
+    assert process_count([*rows, {"host": "h", "pid": 1, "attempt": 1}]) == 2
+    assert wording.attempts_text(rows) == ""
+    assert wording.attempts_text([*rows, {"attempt": 1}]).startswith(", 2 attempts")
 
 
 def test_the_options_a_run_was_given_include_the_variables_and_its_output(tmp_path):
