@@ -124,19 +124,73 @@ def test_sigint_in_the_window_is_an_interruption_with_what_was_kept(out):
     assert_no_wrong_advice(text)
 
 
-def test_ctrl_c_that_the_job_catches_is_still_an_interruption(out, tmp_path):
-    """The terminal sends SIGINT to the whole process group; the job catches KeyboardInterrupt,
-    saves and exits 0: the reason is the interruption, not "run more steps"."""
-    job = tmp_path / "catches.py"
-    job.write_text(
-        "import time, torch\n"
-        "m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
-        "try:\n"
-        "    for i in range(1, 2000):\n"
-        "        m(torch.ones(2, 4)).sum().backward(); opt.step(); opt.zero_grad(); time.sleep(0.01)\n"
-        "except KeyboardInterrupt:\n"
-        "    print('caught at', i)\n"
+#: A job that counts the SIGINTs it gets: it stops stepping at the first, waits a second for more,
+#: then says how many came and exits 0 (a job that catches the interruption, saves and ends).
+COUNTS_INTERRUPTS = (
+    "import signal, sys, time, torch\n"
+    "got = []\n"
+    "signal.signal(signal.SIGINT, lambda *_: got.append(time.monotonic()))\n"
+    "m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+    "i = 0\n"
+    "while not got and i < 3000:\n"
+    "    i += 1; m(torch.ones(2, 4)).sum().backward(); opt.step(); opt.zero_grad(); time.sleep(0.01)\n"
+    "time.sleep(1.0)\n"
+    "print('interrupts', len(got), 'at step', i, flush=True)\n"
+)
+
+
+def started_in_a_terminal(out: str, job: str):
+    """The launcher as a terminal's foreground job: a session of its own whose controlling terminal is
+    a real pseudo-terminal (its stdin); writing Ctrl-C there is the kernel's SIGINT to the whole group."""
+    import fcntl
+    import termios
+
+    controller, terminal = os.openpty()
+    launcher = subprocess.Popen(
+        [PYTHON, "-m", "npuprof_launch", "--skip-first", "2", "--active", "1000", "--output-dir", out, "--"]
+        + [sys.executable, job],
+        env=clean_env(),
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
     )
+    os.close(terminal)
+    return launcher, controller
+
+
+def wait_for_steps(out: str, steps: int = 5) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(r["steps"] >= steps for r in status_records(out)):
+        time.sleep(0.1)
+
+
+def test_ctrl_c_in_a_terminal_reaches_the_job_once_and_is_still_an_interruption(out, tmp_path):
+    """The terminal sends SIGINT to the whole foreground group: the job gets its own and npuprof-run
+    does not send it another; the job catches it, saves and exits 0: the reason is the interruption,
+    not "run more steps"."""
+    job = tmp_path / "counts.py"
+    job.write_text(COUNTS_INTERRUPTS)
+    launcher, controller = started_in_a_terminal(out, str(job))
+    try:
+        wait_for_steps(out)
+        os.write(controller, b"\x03")  # Ctrl-C, as typed
+        stdout, stderr = launcher.communicate(timeout=120)
+    finally:
+        os.close(controller)
+    assert launcher.returncode == 0 and "interrupts 1 at step" in stdout, (stdout, stderr)
+    text = stderr.split("npuprof: problems:", 1)[-1]
+    assert "interrupted by SIGINT at step" in text and "its trace keeps steps 3-" in text, text
+    assert_no_wrong_advice(text)
+
+
+def test_sigint_to_npuprof_run_alone_reaches_the_job_once(out, tmp_path):
+    """``kill -INT`` of the launcher (a supervisor, a scheduler's preemption hook): the job gets it, as
+    it gets SIGTERM, and ends; the answer says the run was interrupted."""
+    job = tmp_path / "counts.py"
+    job.write_text(COUNTS_INTERRUPTS)
     launcher = subprocess.Popen(
         [PYTHON, "-m", "npuprof_launch", "--skip-first", "2", "--active", "1000", "--output-dir", out, "--"]
         + [sys.executable, str(job)],
@@ -144,17 +198,18 @@ def test_ctrl_c_that_the_job_catches_is_still_an_interruption(out, tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,  # a process group of its own, as a terminal's foreground job has
+        start_new_session=True,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any(r["steps"] >= 5 for r in status_records(out)):
-        time.sleep(0.1)
-    os.killpg(launcher.pid, signal.SIGINT)
+    wait_for_steps(out)
+    launcher.send_signal(signal.SIGINT)
     stdout, stderr = launcher.communicate(timeout=120)
-    assert launcher.returncode == 0 and "caught at" in stdout, stderr
+    assert launcher.returncode == 0 and "interrupts 1 at step" in stdout, (stdout, stderr)
+    (step,) = [int(line.split()[-1]) for line in stdout.splitlines() if line.startswith("interrupts")]
+    assert step < 3000, "interrupted, not run to its end"
     text = stderr.split("npuprof: problems:", 1)[-1]
-    assert "interrupted by SIGINT at step" in text and "its trace keeps steps 3-" in text, text
-    assert_no_wrong_advice(text)
+    assert "interrupted by SIGINT at step" in text, text
+    _, report = check_json(out)
+    assert "SIGINT" in report["run"]["forwarded"], report["run"]
 
 
 def test_a_target_called_on_a_thread_pool_without_range(out):

@@ -2,7 +2,8 @@
 
 The launcher never profiles anything itself. It runs the command as an argument vector (no
 shell) with the resolved options exported as ``NPU_PROF_*`` variables and the hook directory
-first on ``PYTHONPATH``, forwards SIGTERM/SIGHUP/SIGUSR1/SIGUSR2, and returns the job's status
+first on ``PYTHONPATH``, forwards SIGTERM/SIGHUP/SIGUSR1/SIGUSR2 and a SIGINT sent to it alone
+(interrupts() tells a terminal's Ctrl-C apart: the job got that one itself), and returns the job's status
 (128+N when it died of signal N). What it saw (the command, how it ended) is written to
 ``OUT/npuprof_status/runs/RUN_ID.json``, so that ``--check DIR`` later gives the same reasons as
 the end of the run.
@@ -15,6 +16,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 import npuprof_launch
@@ -23,6 +25,12 @@ from npuprof_launch.common import files, names, options
 HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(npuprof_launch.__file__)), "sitecustomize_pkg")
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 RUNS_DIR = "runs"
+#: A signal's ``si_code`` when the kernel sent it: a terminal's Ctrl-C, sent to its whole foreground
+#: process group, the job's processes included. A program's kill() gives SI_USER (0) or another
+#: code of zero or below (sigqueue, tgkill): a signal to the launcher alone.
+SI_KERNEL = 0x80
+#: How often the wait for the job looks at it between signals (SIGCHLD ends the wait sooner).
+WAIT_POLL_S = 0.5
 
 
 class Refused(Exception):
@@ -131,7 +139,7 @@ def run(command: list[str], env: dict[str, str]) -> dict:
     def note(signum, frame):
         received.append(signal.Signals(signum).name)
 
-    # The terminal sends SIGINT to the whole process group: the job gets its own, and we wait for
+    # SIGINT from a terminal reaches the whole process group: the job gets its own, and we wait for
     # it, noting that it came (a job that catches KeyboardInterrupt may still end with status 0).
     handlers = {**dict.fromkeys(FORWARDED_SIGNALS, forward), signal.SIGINT: note}
     # A signal ignored when we started (nohup: SIGHUP; a shell's `&`: SIGINT) was ignored on purpose,
@@ -142,9 +150,14 @@ def run(command: list[str], env: dict[str, str]) -> dict:
         for sig, handler in handlers.items()
         if signal.getsignal(sig) is not signal.SIG_IGN
     }
+    taken = signal.SIGINT in previous and _can_take_interrupts()
+    if taken:  # after the child started: its own signal mask is the one we had
+        signal.pthread_sigmask(signal.SIG_BLOCK, TAKEN)
     try:
-        returncode = child.wait()
+        returncode = _wait_taking_interrupts(child, forward, received) if taken else child.wait()
     finally:
+        if taken:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TAKEN)  # a SIGINT still pending: note()'s
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     died_of = -returncode if returncode < 0 else None
@@ -157,6 +170,44 @@ def run(command: list[str], env: dict[str, str]) -> dict:
         "started_ns": started,
         "ended_ns": time.time_ns(),
     }
+
+
+#: The signals the wait takes itself (interrupts()), blocked in the launcher's threads meanwhile.
+TAKEN = {signal.SIGINT, signal.SIGCHLD}
+
+
+def _can_take_interrupts() -> bool:
+    """Whether SIGINT's sender can be read here: Linux's sigtimedwait, on the main thread."""
+    return (
+        hasattr(signal, "sigtimedwait")
+        and hasattr(signal, "pthread_sigmask")
+        and threading.current_thread() is threading.main_thread()
+    )
+
+
+def block_interrupts_here() -> None:
+    """For a thread of the launcher's that runs while the job does (stallview.Watcher): leave SIGINT
+    to the main thread's wait, which reads who sent it (a signal a thread takes is read by nobody)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _wait_taking_interrupts(child: subprocess.Popen, forward, received: list[str]) -> int:
+    """Wait for the job, taking each SIGINT as it comes: a terminal's (SI_KERNEL) reached the job's
+    process group too and is only noted; one a program sent to the launcher alone (``kill -INT``, a
+    supervisor's ``send_signal``) is forwarded, as SIGTERM is. A program that sends SIGINT to the
+    whole process group (killpg) reaches the job twice: it cannot be told from one sent to us alone."""
+    while True:
+        returncode = child.poll()
+        if returncode is not None:
+            return returncode
+        info = signal.sigtimedwait(TAKEN, WAIT_POLL_S)
+        if info is None or info.si_signo != signal.SIGINT:
+            continue
+        if info.si_code == SI_KERNEL:
+            received.append(signal.SIGINT.name)
+        else:
+            forward(signal.SIGINT, None)
 
 
 def run_path(output_dir: str, run_id: str) -> str:

@@ -83,7 +83,7 @@ def _stopped_by(run: dict | None) -> str | None:
     if run.get("signal"):
         return run["signal"] if run["signal"] in ("SIGINT", "SIGTERM") else None
     status = run.get("status")
-    if "SIGINT" in (run.get("received") or []) and status not in (None, 130):
+    if _interrupted(run) and status not in (None, 130):
         return "SIGINT"
     if status in (None, 0):
         return None
@@ -92,6 +92,12 @@ def _stopped_by(run: dict | None) -> str | None:
     if status == 143 or "SIGTERM" in (run.get("forwarded") or []):
         return "SIGTERM"
     return None
+
+
+def _interrupted(run: dict) -> bool:
+    """SIGINT came: from a terminal, to the job's group (``received``), or to npuprof-run alone,
+    which forwarded it (``forwarded``)."""
+    return "SIGINT" in (run.get("received") or []) or "SIGINT" in (run.get("forwarded") or [])
 
 
 def how_the_job_ended(run: dict | None) -> str | None:
@@ -104,7 +110,7 @@ def how_the_job_ended(run: dict | None) -> str | None:
         forwarded = " (forwarded by npuprof-run)" if run["signal"] in (run.get("forwarded") or []) else ""
         return f"the command was killed by signal {run['signal']}{forwarded}"
     status = run.get("status")
-    if "SIGINT" in (run.get("received") or []) and status not in (None, 130):
+    if _interrupted(run) and status not in (None, 130):
         return f"the command was interrupted (SIGINT; the job caught it and ended with status {status})"
     if status in (None, 0):
         return None

@@ -19,7 +19,7 @@ import os
 import threading
 
 from npuprof_launch.common import names, record, stalls
-from npuprof_launch.launcher import answer, wording
+from npuprof_launch.launcher import answer, launch, wording
 
 #: How often the launcher looks at the stacks files while the job runs.
 WATCH_EVERY_S = 2.0
@@ -175,6 +175,7 @@ class Watcher:
         self._thread.join(timeout=5)
 
     def _loop(self) -> None:
+        launch.block_interrupts_here()
         waited = 0.0
         while not self._stop.wait(WATCH_EVERY_S):
             waited += WATCH_EVERY_S
