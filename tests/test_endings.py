@@ -78,6 +78,23 @@ def test_a_process_that_re_executes_itself_counts_on_in_its_new_image(out):
     assert "replaced itself with os.exec" in result.stderr
 
 
+def test_a_probe_step_then_re_exec_gets_its_window_in_the_new_image_and_passes(out):
+    """A job runs one probe step and re-executes itself: the window opened at the step-1 boundary is
+    cut by the exec before any whole step; the new image records the window. The job got what was
+    asked: the empty window is a note, its trace is no row's, and the check passes."""
+    result = run(out, "exec_again", "--active", "2", job=("--at", "1"))
+    old, new = sorted(status_records(out), key=lambda r: r["started_ns"])
+    assert old["ended"] == "exec" and old["windows"][0]["last_step"] is None, old["windows"]
+    assert new["windows_completed"] == 1, new["windows"]
+    code, report = check_json(out)
+    assert code == 0 and report["problems"] == [], texts(report["problems"])
+    (moved,) = [note for note in report["notes"] if note["kind"] == "window_moved_on"]
+    assert moved["steps"] == [old["windows"][0]["first_step"]], moved
+    assert [t for p in report["processes"] for t in p["traces"]] == new["traces"], "the empty trace is no row's"
+    assert report["job"]["windows_planned"] == report["job"]["windows_completed"] == 1
+    assert "no ProfilerStep#" not in result.stderr and "1 of 1 windows complete" in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize(
     ("at", "passed", "kept"),
     [(3, False, ["ProfilerStep#2", "iteration#2", "ProfilerStep#3", "iteration#3"]), (5, True, None)],

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from npuprof_launch.common import deliverables, names, options, processlog
+from npuprof_launch.common import deliverables, names, options, outcomes, processlog
 from npuprof_launch.common.record import ENDED_EXEC, alive_here, attempt_of, process_count, read_dir
 from npuprof_launch.launcher import answer, jobview, launch, reasons, runs, slowdowns, stallview, windowfiles, wording
 from npuprof_launch.launcher.progress import Progress
@@ -64,6 +64,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
             problems.append((None, answer.item("record_unreadable", text, file=record["file"])))
         elif record.get("ended") == ENDED_EXEC:
             replaced.append(record)
+            record = _moved_on(record, records, findings)
             if record.get("windows") or record.get("traces"):  # the old image's window: a row of its own
                 processes.append(_process(record, output_dir, run, problems, findings, deep))
         elif record.get("declined"):
@@ -164,6 +165,44 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         "output_dir": output_dir,
         "raw_kept": windowfiles.raw_kept(processes, output_dir),
     }
+
+
+def _moved_on(record: dict, records: list[dict], notes: list[dict]) -> dict:
+    """An image that re-executed itself (``os.exec``) right after its window opened, before any
+    whole step: that window holds nothing, and the new image, which counts on, records the window
+    (a job that runs one probe step and re-executes). The window is told as a note and taken out of
+    the old image's row, its empty trace with it, when a later image of the process recorded one;
+    else it stays a problem (the windows asked for were not recorded)."""
+    cut = [
+        outcome
+        for outcome in outcomes.of_kind(outcomes.of_record(record), outcomes.CUT_SHORT)
+        if outcome.get("by") == "os.exec" and outcome.get("kept") is None
+    ]
+    empty = [w for w in record.get("windows") or () if w.get("last_step") is None and not w.get("complete")]
+    later = [
+        other
+        for other in records
+        if "unreadable" not in other
+        and (other.get("host"), other.get("pid")) == (record.get("host"), record.get("pid"))
+        and (other.get("started_ns") or 0) > (record.get("started_ns") or 0)
+        and any(w.get("complete") for w in other.get("windows") or ())
+    ]
+    if not cut or not empty or not later:
+        return record
+    recorded = [w for w in later[0]["windows"] if w.get("complete")][0]
+    gone = {rel for w in empty for rel in w.get("traces") or ()}
+    for window in empty:
+        text = (
+            f"{_label(record)}: the window opened at step {window['first_step']} recorded no whole step before "
+            f"os.exec; the process's new image recorded the window (steps {recorded['first_step']}-"
+            f"{recorded['last_step']})"
+        )
+        notes.append(answer.item("window_moved_on", text, [record.get("rank")], [window["first_step"]]))
+    kept = dict(record)
+    kept["windows"] = [w for w in record.get("windows") or () if w not in empty]
+    kept["traces"] = [rel for rel in record.get("traces") or () if rel not in gone]
+    kept["windows_planned"] = max(0, (record.get("windows_planned") or 0) - len(empty))
+    return kept
 
 
 def _label(record: dict) -> str:
