@@ -203,3 +203,53 @@ def test_the_readme_first_run_answers_in_one_screen(ran):
     assert all(width_but_paths(line) <= 100 for line in told if line not in found), "\n".join(told)
     shown = readme_text().split("weights sha256", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
     assert 0 < len(shown) <= 8 and all(width_but_paths(line.strip()) <= 100 for line in shown), shown
+
+
+def page_checks(out: str) -> list[str]:
+    """What a page must not do (each a way a page contradicted itself): a ranks tile of a job without
+    ranks, a paragraph said twice, a code identifier in its text, "no spike" beside a spike found,
+    the tool's steps unmarked on a chart of lines. Returns what it found wrong."""
+    import html as htmlmod
+    import json as jsonmod
+
+    with open(os.path.join(out, "npuprof_report.html")) as handle:
+        page = handle.read()
+    report = jsonmod.loads(
+        subprocess.run(
+            [sys.executable, "-m", "npuprof_launch", "--check", out, "--json"], capture_output=True, text=True
+        ).stdout
+    )
+    wrong = []
+    tiles = dict((k, v) for v, k in re.findall(r'<div class="v">(.*?)</div><div class="k">(.*?)</div>', page))
+    if not report["job"]["ranks"] and "ranks" in tiles:
+        wrong.append(f"a ranks tile without ranks: {tiles}")
+    visible = re.sub(r"<(script|style)[^>]*>.*?</\1>", "", page, flags=re.S)
+    paragraphs = [htmlmod.unescape(re.sub(r"<[^>]+>", "", p)) for p in re.findall(r"<p[^>]*>(.*?)</p>", visible, re.S)]
+    twice = {p for p in paragraphs if paragraphs.count(p) > 1}
+    if twice:
+        wrong.append(f"said twice: {twice}")
+    text = htmlmod.unescape(re.sub(r"<[^>]+>", " ", visible))
+    identifiers = re.findall(r"\b[a-z_]+\.[A-Z][a-z]+[A-Z]\w*|\b[a-z_]+\._[a-z_]+", text)
+    if identifiers:
+        wrong.append(f"code identifiers: {identifiers}")
+    spikes = [f for f in report["findings"] if f["kind"] == "spike"]
+    if spikes and re.search(r'id="spikes"><h2>Spikes</h2><p>No spike', page):
+        wrong.append("'no spike' beside a spike found")
+    tool_steps = [n for n in report["notes"] if n["kind"] == "tool_steps"]
+    if tool_steps and "<svg" in page and 'class="toolsteps"' not in page:
+        wrong.append("the tool's steps are not marked on the chart")
+    return wrong
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(SINGLE, marks=pytest.mark.xdist_group(f"doc-example-{examples().index(SINGLE)}")),
+        pytest.param(MULTI, marks=pytest.mark.xdist_group(f"doc-example-{examples().index(MULTI)}")),
+    ],
+    ids=["single-process", "4-ranks"],
+)
+def test_the_page_of_the_readme_runs_agrees_with_itself(command, ran):
+    result, out, _ = ran(command)
+    assert result.returncode == 0, result.stderr
+    assert page_checks(out) == []

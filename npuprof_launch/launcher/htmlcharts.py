@@ -44,13 +44,16 @@ LINE_COLOURS = ("#4e79a7", "#59a14f", "#76b7b2", "#b07aa1", "#9c755f", "#2f4b7c"
 SLOW_COLOUR = "#d62728"
 WINDOW_COLOUR = "#c2187a"
 SPIKE_COLOUR = "#f28e2b"
+TOOL_COLOUR = "#7f7f7f"
 #: The heat map's colour scale (viridis, as matplotlib defines it), from the fastest to the slowest.
 SCALE_STOPS = ("#440154", "#472c7a", "#3b518b", "#2c718e", "#21908d", "#27ad81", "#5cc863", "#aadc32", "#fde725")
 NO_DATA_COLOUR = "#e9e9ee"
 
 
-def step_chart(grid: Grid, job: dict) -> str:
-    """The section of step time by rank: lines up to LINE_ROWS rows, a heat map past them, and what was downsampled."""
+def step_chart(grid: Grid, job: dict, tool_spans: list[tuple[int, int]] | None = None) -> str:
+    """The section of step time by rank: lines up to LINE_ROWS rows, a heat map past them, and what was
+    downsampled. ``tool_spans``: the steps the tool worked in, marked on the lines (the figures above
+    leave them out, so the chart says which they are)."""
     head = '<section id="steps"><h2>Step time by rank, whole run</h2>'
     if not grid.columns or not grid.hi:
         return (
@@ -78,11 +81,11 @@ def step_chart(grid: Grid, job: dict) -> str:
             f'<p class="caption"><b>Rows merged:</b> each row holds {grid.merged} consecutive processes, showing '
             "the slowest of them in each column.</p>"
         )
-    body = _lines_svg(grid, job) if rows <= LINE_ROWS else _heatmap(grid, job)
+    body = _lines_svg(grid, job, tool_spans or []) if rows <= LINE_ROWS else _heatmap(grid, job)
     return f"{head}{body}{''.join(notes)}</section>\n"
 
 
-def _lines_svg(grid: Grid, job: dict) -> str:
+def _lines_svg(grid: Grid, job: dict, tool_spans: list[tuple[int, int]]) -> str:
     width, height = 1200, 400
     ml, mr, mt, mb = 70, 110, 34, 50
     pw, ph = width - ml - mr, height - mt - mb
@@ -105,6 +108,16 @@ def _lines_svg(grid: Grid, job: dict) -> str:
         f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
         f'aria-label="step time by rank">'
     ]
+    # the tool's own steps (its windows and the steps that start and stop them), hatched grey
+    for first, last in tool_spans:
+        x0, x1 = x(max(first, grid.first) - 0.5), x(min(last, grid.last) + 0.5)
+        if x1 <= x0:
+            continue
+        title = f"the tool's own steps {first}-{last}: left out of the step-time figures and the findings"
+        svg.append(
+            f'<rect x="{x0:.1f}" y="{mt}" width="{max(x1 - x0, 2):.1f}" height="{ph}" fill="{TOOL_COLOUR}" '
+            f'fill-opacity="0.18" class="toolsteps"><title>{esc(title)}</title></rect>'
+        )
     # the windows, shaded, labelled above the plot
     bands: dict[tuple[int, int, bool], list[str]] = {}
     for label, windows in zip(grid.labels, grid.windows):
@@ -206,6 +219,8 @@ def _lines_svg(grid: Grid, job: dict) -> str:
             legend.append(f'<span class="key"><i style="background:{colour}"></i>{esc(label)}</span>')
     legend.append(
         f'<span class="key"><i style="background:{WINDOW_COLOUR};opacity:.35;height:12px"></i>profiled window</span>'
+        f'<span class="key"><i style="background:{TOOL_COLOUR};opacity:.35;height:12px"></i>the tool\'s own steps '
+        "(not in the figures)</span>"
         f'<span class="key"><b style="color:{SPIKE_COLOUR}">&#9711;</b> spike</span>'
         '<span class="key"><i class="dashed"></i>job median</span>'
     )

@@ -55,7 +55,7 @@ def render(report: dict) -> str:
         _head(report, job, style, script),
         htmlsections.header(report, job),
         htmlsections.problems_and_findings(report),
-        htmlcharts.step_chart(grid, job),
+        htmlcharts.step_chart(grid, job, _tool_spans(processes, job)),
         htmlcharts.median_chart(grid, job),
         htmlsections.spike_table(job),
         htmlsections.next_commands(job),
@@ -65,6 +65,17 @@ def render(report: dict) -> str:
         f"the page loads nothing.</footer>\n</main>\n<script>{script}</script>\n</body>\n</html>\n",
     ]
     return "".join(parts)
+
+
+def _tool_spans(processes: list[dict], job: dict) -> list[tuple[int, int]]:
+    """The steps the tool worked in (its windows and their edges), in the chart's numbering: the
+    processes' own, where they share one (a resumed job's offset); none where they do not."""
+    offsets = {process.get("step_offset") or 0 for process in processes}
+    if len(offsets) != 1:
+        return []
+    shift = offsets.pop()
+    spans = (job.get("tool_steps") or {}).get("recorded_steps") or ()
+    return [(int(first) - shift, int(last) - shift) for first, last in spans]
 
 
 def write(report: dict) -> str:

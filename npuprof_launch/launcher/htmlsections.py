@@ -80,7 +80,7 @@ def header(report: dict, job: dict) -> str:
         ("windows", f"{_int(job.get('windows_completed'))} / {_int(job.get('windows_planned'))}"),
         ("median step", _ms_unit(step.get("median"))),
         ("p90 of the ranks' medians", _ms_unit(step.get("p90"))),
-        ("slowest step", _ms_unit(step.get("max"))),
+        ("slowest of the job's steps", _ms_unit(step.get("max"))),
     ]
     slow = [s["rank"] for s in job.get("slow_ranks") or () if s.get("rank") is not None]
     if slow:
