@@ -175,9 +175,11 @@ def run_case(case: dict, scratch: str) -> dict:
         report = json.loads(check.stdout)
     except json.JSONDecodeError:
         report = {"job": {}, "problems": [f"--check printed no JSON: {check.stderr[-300:]}"]}
+    # The answer's problems are items (schema version 2): their sentences, for this table's last column.
+    problems = [p["text"] if isinstance(p, dict) else p for p in report.get("problems") or ()]
     if ran.returncode != 0:
-        report.setdefault("problems", []).append(f"the run exited {ran.returncode}: {ran.stderr[-300:]}")
-    return {"case": case, "job": report.get("job") or {}, "problems": report.get("problems") or [], "s": seconds}
+        problems.append(f"the run exited {ran.returncode}: {ran.stderr[-300:]}")
+    return {"case": case, "job": report.get("job") or {}, "problems": problems, "s": seconds}
 
 
 def judge(result: dict) -> tuple[str, str]:
