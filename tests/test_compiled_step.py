@@ -3,7 +3,7 @@
 The clock counts in the wrapper it puts in the place of torch's own ``step`` wrapper, not in
 global hooks (those sit in the dict a compiled step traces), and that wrapper is, for dynamo,
 torch's: traced into a graph it is torch's own, and as a frame it is skipped but calls torch's,
-whose frame dynamo compiles as it would bare (stepwrapper.py). Issue 27: the job's stderr had
+whose frame dynamo compiles as it would bare (stepwrapper.py). The job's stderr had
 lost torch's warning "Profiler record function ... will be ignored", because dynamo never traced
 torch's wrapper under the tool: the job compiled differently (another graph break, 182 frames for
 13). Here one bare run and one profiled run of the same job are compared: counted exactly, the

@@ -1,4 +1,4 @@
-"""Issue 2: the whole path, real launcher, real torch.profiler, real files."""
+"""The whole path, real launcher, real torch.profiler, real files."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_two_active_steps_one_trace_results_unchanged(out):
     assert result.stdout == bare.stdout, "the job's stdout (loss and weight checksum) must be bit-identical"
     assert step_counts(out) == [2]
     (trace,) = torch_traces(out)
-    # Issue 25: ProfilerStep# holds the job's step numbers, as the iteration# labels do.
+    # ProfilerStep# holds the job's step numbers, as the iteration# labels do.
     assert step_spans(trace) == ["ProfilerStep#3", "iteration#3", "ProfilerStep#4", "iteration#4"]
     (record,) = status_records(out)
     assert record["steps"] == 12

@@ -1,8 +1,8 @@
-"""Issue 13: the record stays true however a process ends, and the rank is the job's own.
+"""The record stays true however a process ends, and the rank is the job's own.
 
 os._exit (after and inside a window), a fork-started multiprocessing trainer (which leaves through
 os._exit), os.execv of the process after one step, a runpy wrapper around a script with a
-``__main__`` target, Lightning's DDP workers (no RANK set) under --ranks. Issue 27: a process that
+``__main__`` target, Lightning's DDP workers (no RANK set) under --ranks. A process that
 stops stepping inside a window (its end, or DDP's Join with uneven inputs) keeps only its steps.
 """
 
@@ -101,7 +101,7 @@ def test_a_probe_step_then_re_exec_gets_its_window_in_the_new_image_and_passes(o
     ids=["inside_the_window", "after_the_window"],
 )
 def test_a_process_that_re_executes_itself_after_opening_a_window_accounts_for_both_images(out, at, passed, kept):
-    """Issue 27: a job that re-executes itself once with its own arguments (an environment marker
+    """A job that re-executes itself once with its own arguments (an environment marker
     says it did), after iteration ``at``, under a window over steps 2-4. The old image's record
     ends with the exec and holds the window (cut short at step 3, or whole); the new image counts
     on and plans no window of its own. The report shows the old image's trace in a row of its own

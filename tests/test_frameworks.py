@@ -1,4 +1,4 @@
-"""Issue 2: training written with Hugging Face Trainer, Lightning and Accelerate, run unmodified.
+"""Training written with Hugging Face Trainer, Lightning and Accelerate, run unmodified.
 
 Each job is a tiny CPU script under tests/scripts/, written as the framework's docs show and with
 no npuprof code; it prints its loss, the framework's own count of optimizer steps and an exact
@@ -139,7 +139,7 @@ RESUMED = [
     ("module", "job", "save", "resume", "source"), [pytest.param(*r[1:], id=r[0]) for r in RESUMED]
 )
 def test_a_resumed_framework_job_is_numbered_by_its_own_counter(tmp_path, module, job, save, resume, source):
-    """Issue 27: a Trainer resumed from its checkpoint after step 4 makes steps 5-10; the window after
+    """A Trainer resumed from its checkpoint after step 4 makes steps 5-10; the window after
     --skip-first 2 holds its 3rd and 4th, the job's steps 7 and 8 by the framework's own counter
     (Hugging Face's state.global_step, Lightning's global_step), and is labelled so."""
     needs(module)

@@ -1,4 +1,4 @@
-"""Issue 15 item 5: npuprof_report.html, one static page of the whole run, opened in a real browser.
+"""Npuprof_report.html, one static page of the whole run, opened in a real browser.
 
 The real run is the straggler job under torchrun (rank 1 slow, a stall in step 7); the page is
 opened in headless Chromium with name resolution switched off, so that it must render with

@@ -1,4 +1,4 @@
-"""Issue 26, item 5: no window is lost to a rank that stops stepping.
+"""No window is lost to a rank that stops stepping.
 
 An inference rank (tests/scripts/idle_rank.py) serves two requests inside a window of three
 (``--target __main__:handle``), then idles. Without --window-timeout the window is saved, cut

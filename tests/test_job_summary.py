@@ -1,4 +1,4 @@
-"""Issue 15: the job's answer from whole-run step times and the window's traces.
+"""The job's answer from whole-run step times and the window's traces.
 
 A real torchrun job of 4 gloo ranks where rank 2 sleeps before every step and rank 1 once at
 step 7: in lockstep the collectives name rank 2, and step 7 spikes on every rank; the suggested

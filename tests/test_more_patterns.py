@@ -1,4 +1,4 @@
-"""Issue 27's further job patterns (tests/scripts/more_patterns.py; the rest were exact when tried,
+"""Further job patterns (tests/scripts/more_patterns.py; the rest were exact when tried,
 see INCOMING-patterns.md): activation checkpointing, whose backward runs each checkpointed
 block's forward again, must neither move a step boundary nor let the profiler act inside that
 backward (safepoints.py); the job's output, stderr included, is unchanged."""

@@ -1,4 +1,4 @@
-"""Issue 15: two nodes on one machine, one shared output directory.
+"""Two nodes on one machine, one shared output directory.
 
 Two network namespaces joined by a veth pair, each with a host name of its own (a mount and UTS
 namespace per node: its own /etc/hosts, its own hostname), torchrun --nnodes 2 with a c10d

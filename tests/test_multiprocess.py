@@ -1,4 +1,4 @@
-"""Issue 3: many processes. torchrun workers and ranks, data-loader workers, helper children,
+"""Many processes. torchrun workers and ranks, data-loader workers, helper children,
 restarts, and the env-only launch script. Real torchrun (gloo on CPU), real DataLoader workers."""
 
 from __future__ import annotations

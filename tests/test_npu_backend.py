@@ -1,4 +1,4 @@
-"""Issue 5: the whole npu path with the recording torch_npu stand-in (launcher, hook, backend choice,
+"""The whole npu path with the recording torch_npu stand-in (launcher, hook, backend choice,
 schedule, stop), asserting on what torch_npu was asked to do and on the files and report."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 5: ``--analyse DIR`` (offline parsing, a mode) and ``--analyse``/``--no-analyse`` (the option)
+"""``--analyse DIR`` (offline parsing, a mode) and ``--analyse``/``--no-analyse`` (the option)
 side by side on one command line, through the real launcher."""
 
 from __future__ import annotations

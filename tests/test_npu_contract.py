@@ -1,4 +1,4 @@
-"""Issue 5: what the npu backend passes, checked against the sources of real torch_npu releases.
+"""What the npu backend passes, checked against the sources of real torch_npu releases.
 
 For each release the wheel is fetched once (see npu_wheels.py) and read with ``ast``; master's 2.15,
 not on PyPI, is read from the extract checked in under tests/npu_sources. The backend's

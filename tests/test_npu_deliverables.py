@@ -1,4 +1,4 @@
-"""Issue 5: the Ascend deliverable checks, on session directories built from the documented layout,
+"""The Ascend deliverable checks, on session directories built from the documented layout,
 each broken in one way; and --check on a real (stand-in) npu run once its session directory exists."""
 
 from __future__ import annotations

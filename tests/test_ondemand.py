@@ -1,4 +1,4 @@
-"""Issue 8: on-demand windows of a running job, asked for with npuprof-run --trigger."""
+"""On-demand windows of a running job, asked for with npuprof-run --trigger."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 16: big jobs' output without risk: compressed traces, local staging, size guards, the
+"""Big jobs' output without risk: compressed traces, local staging, size guards, the
 profiler's own errors. Real runs, a real tmpfs where the test may mount one, real signals."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 3: training inside a Ray actor is profiled in the actor process, and only there.
+"""Training inside a Ray actor is profiled in the actor process, and only there.
 
 Marked ``ray`` and deselected by default (pyproject.toml): Ray is a large install and a local
 cluster takes seconds to start. Run with ``python -m pytest -q -m ray`` after

@@ -1,4 +1,4 @@
-"""Issue 14: for every way the chain breaks, its own one-line reason, and no advice that does not apply.
+"""For every way the chain breaks, its own one-line reason, and no advice that does not apply.
 
 Each cause runs for real: a launch script that replaces PYTHONPATH, ``python -I``, a Python job that
 never imports torch, a job that exits 3 or dies of SIGSEGV in the middle of its window, SIGINT in

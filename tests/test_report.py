@@ -1,4 +1,4 @@
-"""Issue 6: the chain is verified and every broken link is named with its fix."""
+"""The chain is verified and every broken link is named with its fix."""
 
 from __future__ import annotations
 

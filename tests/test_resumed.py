@@ -1,4 +1,4 @@
-"""Issue 27, item 4: a job resumed from a checkpoint is numbered as the job numbers its steps.
+"""A job resumed from a checkpoint is numbered as the job numbers its steps.
 
 tests/scripts/resume_job.py is a hand-written loop with Adam that saves a checkpoint after the
 job's step 5 (model, optimizer state, its own ``global_step``); the runs here load it and make the

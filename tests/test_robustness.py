@@ -1,4 +1,4 @@
-"""Issue 7: never break the job. Each test checks both halves: the job is unchanged, and we said what happened."""
+"""Never break the job. Each test checks both halves: the job is unchanged, and we said what happened."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 25, items 4-6: every run apart, every suggested command works as printed, true counts.
+"""Every run apart, every suggested command works as printed, true counts.
 
 Real launchers in subprocesses, on small real jobs, into shared output directories as the
 README's examples leave them (each writes to ./npuprof_output by default).

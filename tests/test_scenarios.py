@@ -1,4 +1,4 @@
-"""Issue 4: the three scenarios and the stages of rl; the real launcher on the examples."""
+"""The three scenarios and the stages of rl; the real launcher on the examples."""
 
 from __future__ import annotations
 

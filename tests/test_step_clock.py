@@ -1,4 +1,4 @@
-"""Issue 13: one iteration is one step in the patterns real jobs use, and the boundaries fall where
+"""One iteration is one step in the patterns real jobs use, and the boundaries fall where
 the job's iterations end: no crash inside backward, no range straddling a ProfilerStep#, no
 Kineto warning on the job's stderr, the job's step numbers on the timeline."""
 

@@ -1,4 +1,4 @@
-"""Issue 4: --target, a function as the step; the real launcher, real torch.profiler, real files."""
+"""--target, a function as the step; the real launcher, real torch.profiler, real files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 17 (3): npuprof on torch 2.1 to 2.14, by contract: what the code uses, against what each release has.
+"""npuprof on torch 2.1 to 2.14, by contract: what the code uses, against what each release has.
 
 Only one torch can be installed, so the releases are read instead (torch_sources.py): the checked-in
 table ``torch_api.json`` says which releases have each torch API npuprof uses. Here:

@@ -1,4 +1,4 @@
-"""Issue 17.4: ``--backend torch --activities cpu,npu``, NPU kernels through plain torch.profiler.
+"""``--backend torch --activities cpu,npu``, NPU kernels through plain torch.profiler.
 
 torch_npu 2.12.0.post3 and 2.13+ register an msPTI profiler with libkineto for
 ProfilerActivity.PrivateUse1 (tests/test_npu_contract.py checks that in the wheels' files). The torch

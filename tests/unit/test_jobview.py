@@ -106,7 +106,7 @@ def test_a_spike_beside_the_aftercare_is_the_jobs_when_far_beyond_what_the_after
 
 
 def test_a_spike_beside_the_aftercare_that_its_cost_may_explain_is_undecidable_told_apart_and_never_suggested():
-    """Issue 25: the README's first run ended with step 9 (beside the aftercare, 30x a 1.35 ms median)
+    """The README's first run ended with step 9 (beside the aftercare, 30x a 1.35 ms median)
     as its finding and the target of its next run."""
     durations = durations_with({13: 0.030, 14: 0.060})
     process = {"rank": 0, "step_stats": stepstats.rank_stats(durations, stepstats.ToolSteps([WINDOW], steps=30))}
@@ -219,7 +219,7 @@ def collective_row(rank: int, collective_s: float, last_step: int, step_s: float
 
 
 def test_in_lockstep_the_rank_that_waits_least_is_named_from_three_steps_beyond_the_others_spread():
-    """Issue 25: a healthy 4-rank job was told "rank 1 is the one the others wait for" from 2 steps of waits."""
+    """A healthy 4-rank job was told "rank 1 is the one the others wait for" from 2 steps of waits."""
     named = jobview.summarize([collective_row(r, s, 5) for r, s in enumerate((0.11, 0.12, 0.02, 0.118))])
     (slow,) = named["slow_ranks"]
     assert slow["rank"] == 2 and slow["method"] == "collectives" and slow["steps"] == 3
