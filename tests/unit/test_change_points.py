@@ -97,3 +97,20 @@ def test_a_slowdown_its_thread_spent_waiting_for_a_cpu_is_told_apart_and_the_job
     own = [0.020 * (3 if step >= 45 else 1) + (0.004 if step >= 45 else 0.0) for step in range(2, 101)]
     found, waited = slowdowns.of_processes([row("own.bin", own)], str(tmp_path))
     assert [item["step"] for item in found] == [45] and waited == [] and "cpu_wait_s" not in found[0]
+
+
+@pytest.mark.parametrize("windows", [[], [{"first_step": 900, "last_step": 902, "complete": True}]])
+def test_a_long_run_is_judged_alike_with_numpy_and_without(monkeypatch, windows):
+    """Past NUMPY_FROM_STEPS the steps are taken by a mask and the medians with numpy, where it is
+    installed; without it, by slices and sorts: the same slowdown, field by field."""
+    pytest.importorskip("numpy")
+    from npuprof_launch.common import stepstats
+
+    durations = steps(20_000, change=12_345, factor=1.3, back=17_000, spike=5_000)
+    durations[700] = 0.0  # a step of no time is no step of the job
+    tools = stepstats.ToolSteps(windows, len(durations) + 1)
+    with_numpy = slowdowns.find(durations, tools)
+    monkeypatch.setattr(slowdowns, "_numpy", lambda: None)
+    without = slowdowns.find(durations, tools)
+    assert with_numpy is not None and with_numpy == pytest.approx(without), (with_numpy, without)
+    assert with_numpy["step"] == without["step"] and type(with_numpy["step"]) is int
