@@ -223,6 +223,23 @@ def _row(process: dict) -> list[str]:
         f"{windows:>7} {_ms(step_s):>8}  {traces}{flags}"
     ]
     if process.get("top_operators"):
-        tops = ", ".join(f"{op['name']} {op['self_us'] / 1e3:.2f} ms" for op in process["top_operators"][:3])
-        lines.append(f"       top self time: {tops}")
+        lines.append(_top_line(process["top_operators"][:3]))
     return lines
+
+
+#: The longest operator name a row's line shows whole (the page and --json keep every name whole).
+OPERATOR_SHOWN = 40
+
+
+def _top_line(operators: list[dict]) -> str:
+    """The row's top operators by self time, as many as fit in WIDTH (the first always), each name
+    cut to OPERATOR_SHOWN characters: ``autograd::engine::evaluate_function: torch::autograd::
+    AccumulateGrad`` alone is 68."""
+    line = "       top self time:"
+    for index, op in enumerate(operators):
+        name = op["name"] if len(op["name"]) <= OPERATOR_SHOWN else op["name"][: OPERATOR_SHOWN - 1] + "…"
+        part = f"{',' if index else ''} {name} {op['self_us'] / 1e3:.2f} ms"
+        if index and len(line) + len(part) > WIDTH:
+            break
+        line += part
+    return line

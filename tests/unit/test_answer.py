@@ -131,3 +131,11 @@ def test_the_line_of_what_was_told_apart_fits_the_width_with_every_kind():
     ]
     line = f"  {summary.told_apart(notes)}"
     assert len(line) <= summary.WIDTH, line
+
+
+def test_a_row_s_operators_fit_the_width_with_long_names():
+    name = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
+    process = {"rank": 1, "pid": 18071, "backend": "torch", "steps": 20, "windows_completed": 1}
+    process["top_operators"] = [{"name": name, "self_us": 70.0}, {"name": "c10d::allreduce_", "self_us": 4130.0}] * 2
+    (_, operators) = summary._row(process)
+    assert len(operators) <= summary.WIDTH and "c10d::allreduce_ 4.13 ms" in operators, operators
