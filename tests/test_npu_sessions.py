@@ -207,3 +207,34 @@ def test_a_restarted_worker_has_sessions_of_its_own(out, tmp_path):
     code, report = check_json(out)
     assert code == 0, report["problems"]
     assert [(p["attempt"], p["rank"]) for p in report["processes"]] == [(0, 0), (1, 0)]
+
+
+def test_a_parse_without_its_marker_is_waited_for_until_its_session_stands_still(tmp_path):
+    """A session whose deliverables are there but whose parse still writes (its later steps' logs,
+    no analyse.done yet, or a release that writes none): the aftercare moves it only once it stood
+    still (aftercare.PARSE_QUIET_S), never under a writer; seen under a loaded suite, the stage kept
+    logs/ of two parse steps that came after the move."""
+    import threading
+
+    from npu_layout import session
+
+    from npuprof_launch.inprocess import aftercare
+
+    path = session(str(tmp_path))
+    assert deliverables.parsed_enough(path)
+    late = os.path.join(path, "logs", "profiler_20260101120001_4243_CommunicationParser.log")
+    started = threading.Event()
+
+    def later_step() -> None:
+        started.wait()
+        time.sleep(0.5)
+        os.makedirs(os.path.dirname(late), exist_ok=True)
+        with open(late, "w") as handle:
+            handle.write("2026-01-01 12:00:01 [INFO] CommunicationParser done\n")
+
+    writer = threading.Thread(target=later_step)
+    writer.start()
+    started.set()
+    aftercare._wait_for_parse(path)
+    assert os.path.exists(late), "the wait returned while the parse still wrote"
+    writer.join()

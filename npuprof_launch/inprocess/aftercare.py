@@ -34,6 +34,8 @@ from npuprof_launch.common import deliverables, files, names
 
 #: How long to wait for torch_npu's parse to finish (async mode) before moving what is there.
 PARSE_WAIT_S = 600.0
+#: A parse without analyse.done is over when its session stood this long unchanged (_wait_for_parse).
+PARSE_QUIET_S = 3.0
 #: The results live in a folder of their own: a status record is every ``*.json`` of npuprof_status/.
 RESULTS_DIR = "windows"
 PARTIAL_PREFIX = ".npuprof-partial-"
@@ -253,15 +255,40 @@ def _move_file(source: str, target: str) -> None:
 
 
 def _wait_for_parse(session_dir: str) -> None:
-    """torch_npu's async parse writes the deliverables after the window: wait until it is done."""
+    """torch_npu's async parse writes the deliverables after the window: wait until it is done.
+
+    Done is its ``analyse.done``; a release without the marker is done when every deliverable is
+    there and the session has not changed for PARSE_QUIET_S. The deliverables alone are not enough:
+    the parse's later steps (its communication and integration parsers, forked) still write their
+    logs then, and a session moved home under them is left half in the stage (seen under a loaded
+    suite: the stage kept logs/ of two parse steps that came after the move)."""
     deadline = time.monotonic() + PARSE_WAIT_S
     output = os.path.join(session_dir, deliverables.ASCEND_OUTPUT)
+    state, since = None, time.monotonic()
     while time.monotonic() < deadline and not _stop:
         if os.path.exists(os.path.join(output, deliverables.ANALYSE_DONE)):
             return
         if os.path.isdir(output) and deliverables.parsed_enough(session_dir):
-            return
+            now = _tree_state(session_dir)
+            if now != state:
+                state, since = now, time.monotonic()
+            elif time.monotonic() - since >= PARSE_QUIET_S:
+                return
         time.sleep(0.5)
+
+
+def _tree_state(path: str) -> tuple[int, int, float]:
+    """How many files a tree holds, their bytes and the newest change: what a writer moves."""
+    count = size = 0
+    newest = 0.0
+    for folder, _, entries in os.walk(path):
+        for entry in entries:
+            try:
+                found = os.stat(os.path.join(folder, entry))
+            except OSError:
+                continue
+            count, size, newest = count + 1, size + found.st_size, max(newest, found.st_mtime)
+    return count, size, newest
 
 
 def _count_npu_log_errors(session_dir: str, outcome: dict) -> None:
