@@ -292,6 +292,9 @@ def test_a_target_that_makes_no_step_is_named_with_the_reason(out, target, reaso
     code, report = check_json(out)
     assert code == 1
     assert any(target in problem and reason in problem for problem in texts(report["problems"])), report["problems"]
+    (told,) = [problem for problem in report["problems"] if problem["kind"] == "target_no_step"]
+    (why,) = told["evidence"]["reasons"]
+    assert told["evidence"]["target"] == target and reason.startswith(why["why"]) and why["processes"] == 1, told
 
 
 def test_range_mode_records_each_chosen_call_as_its_own_window(out):

@@ -55,6 +55,23 @@ FRAMEWORK_STEPS = {
 }
 
 
+#: Why a declared function (--target, a stage) made no step in a process: the kind its idle line
+#: carries beside its sentence (``why``), in the order the report tells them, the most telling first.
+NOT_FOUND = "not found"
+NEVER_CALLED = "never called"
+NEVER_IMPORTED = "never imported"
+WHY_ORDER = (NOT_FOUND, NEVER_CALLED, NEVER_IMPORTED)
+
+
+def why_of(item: dict) -> str | None:
+    """An idle line's declared item's kind (WHY_ORDER); for a line written before ``why`` existed,
+    read once from the start of its sentence, here, as the reader of old logs."""
+    if item.get("why") in WHY_ORDER:
+        return item["why"]
+    reason = str(item.get("reason") or "")
+    return next((why for why in WHY_ORDER if reason.startswith(why)), None)
+
+
 #: The launchers that start a job's workers and wait for them, importing torch on the way (their
 #: command's name, or the module run with ``python -m``): such a process is never meant to step, so
 #: the report counts it apart, not as a process that "imported torch but never stepped".

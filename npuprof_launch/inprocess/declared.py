@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 import sys
 
-from npuprof_launch.common import names
+from npuprof_launch.common import names, processlog
 from npuprof_launch.inprocess import importwatch
 
 #: typing.TYPE_CHECKING without importing typing at process start (hook.py says why); mypy takes it as true.
@@ -91,8 +91,9 @@ def _ours_or_none() -> bool:
     return sys.getprofile() in (None, _dispatch)
 
 
-NEVER_IMPORTED = "never imported"
-NEVER_CALLED = "never called"
+NEVER_IMPORTED = processlog.NEVER_IMPORTED
+NEVER_CALLED = processlog.NEVER_CALLED
+NOT_FOUND = processlog.NOT_FOUND
 _MISSING = object()
 
 
@@ -171,7 +172,7 @@ class Declared:
         self.module, _, self.qualname = target.partition(":")
         self.stage = stage
         self.stage_text = stage_text
-        self.reason = NEVER_IMPORTED
+        self.reason = self.why = NEVER_IMPORTED
         #: The callclock.CallClock its calls go to, made by ``make_clock(self)`` (the hook's) once the
         #: function is found: not at process start, where the hook imports as little as it can.
         self.clock: DeclaredClock | None = None
@@ -211,22 +212,25 @@ class Declared:
         """The module has executed: wrap the function, or remember why it cannot be."""
         self._wrap(module)
 
+    def _not_found(self, why: str) -> None:
+        self.reason, self.why = f"{NOT_FOUND}: {why}", NOT_FOUND
+
     def _wrap(self, module: object):
         """Replace the function with our wrapper; returns the code its calls run first, or None."""
         try:
             function = lookup(module, self.qualname)
         except LookupError as exc:
-            self.reason = f"not found: {exc}"
+            self._not_found(str(exc))
             return None
         try:
             import wrapt
 
             wrapt.wrap_function_wrapper(module, self.qualname, self._call)
         except Exception as exc:  # noqa: BLE001 - the module must import as if we were not here
-            self.reason = f"not found: could not wrap it ({type(exc).__name__}: {exc})"
+            self._not_found(f"could not wrap it ({type(exc).__name__}: {exc})")
             names.say(f"{self.describe()}: {self.reason}; the job goes on unprofiled")
             return None
-        self.reason = NEVER_CALLED
+        self.reason = self.why = NEVER_CALLED
         self.wrapped = True
         self.kind = kind_of(function)
         if self.clock is None and self.make_clock is not None:
@@ -246,7 +250,7 @@ class Declared:
             return
         main = sys.modules.get("__main__")
         if main is None:
-            self.reason = "not found: this process has no __main__ module"
+            self._not_found("this process has no __main__ module")
             return
         namespace = vars(main)
         first = self.qualname.split(".")[0]
@@ -257,15 +261,15 @@ class Declared:
             frame = _module_frame(namespace)
             code = frame.f_code if frame is not None else None
         if code is not None and not _assigns(code, first):
-            self.reason = f"not found: the code run as __main__ never assigns {first}"
+            self._not_found(f"the code run as __main__ never assigns {first}")
             return
         if not _ours_or_none():
-            self.reason = (
-                "not found: another profiler (sys.setprofile) watches __main__, so its definition could not be "
-                "awaited; put the function in an importable module"
+            self._not_found(
+                "another profiler (sys.setprofile) watches __main__, so its definition could not be awaited; "
+                "put the function in an importable module"
             )
             return
-        self.reason = f"not found: the code run as __main__ had not assigned {first} when the process ended"
+        self._not_found(f"the code run as __main__ had not assigned {first} when the process ended")
         self._hunting = True
         _start_watching(self._hunter(main, first))
 
@@ -345,7 +349,7 @@ class Declared:
         main = sys.modules.get("__main__")
         if reason == NEVER_IMPORTED and self.module in _names_of(main):
             reason += f": it runs as __main__ here, so name it __main__:{self.qualname}"
-        return {"stage": self.stage, "target": self.target, "reason": reason}
+        return {"stage": self.stage, "target": self.target, "reason": reason, "why": self.why}
 
 
 #: The kinds of function whose call returns before its work is done (``Declared.kind``).

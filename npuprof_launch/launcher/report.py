@@ -442,6 +442,7 @@ def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) 
     """
     stepped = {(r.get("stage"), r.get("target")) for r in records if r.get("target")}
     why_not: dict[tuple, dict[str, int]] = {}
+    whys: dict[str, str | None] = {}
     told: set[int] = set()
     for line in idle:
         for item in line.get("declared") or ():
@@ -450,21 +451,25 @@ def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) 
                 told.add(id(line))
                 counts = why_not.setdefault(key, {})
                 counts[item.get("reason")] = counts.get(item.get("reason"), 0) + 1
+                whys[item.get("reason")] = processlog.why_of(item)
     ended = reasons.how_the_job_ended(run)
     problems = []
     for (stage, target), counts in why_not.items():
         what = f"stage {stage} ({target})" if stage else f"--target {target}"
         why = "; ".join(
             f"{reason} ({wording.count(n, 'process')})"
-            for reason, n in sorted(counts.items(), key=lambda kv: _REASON_ORDER.get(kv[0].split(":")[0], 3))
+            for reason, n in sorted(counts.items(), key=lambda kv: _told_first(whys.get(kv[0])))
         )
         prefix = f"{ended}; " if ended else ""
         text = f"{prefix}{what} made no step in any process, so nothing was profiled for it: {why}"
-        problems.append(answer.item("target_no_step", text, target=target, stage=stage, processes=counts))
+        each = [{"why": whys.get(reason), "reason": reason, "processes": n} for reason, n in counts.items()]
+        problems.append(answer.item("target_no_step", text, target=target, stage=stage, reasons=each))
     return problems, told
 
 
-_REASON_ORDER = {"not found": 0, "never called": 1, "never imported": 2}
+def _told_first(why: str | None) -> int:
+    """A declared function's reason's place among the others (processlog.WHY_ORDER; unknown last)."""
+    return processlog.WHY_ORDER.index(why) if why in processlog.WHY_ORDER else len(processlog.WHY_ORDER)
 
 
 def _where(finding: dict, job: dict) -> str:

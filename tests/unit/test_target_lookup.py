@@ -41,3 +41,12 @@ def test_a_misspelt_target_gets_the_closest_names(qualname, said):
 
 def test_a_found_method_is_its_function():
     assert declared.lookup(MODULE, "Fast.step") is Engine.step
+
+
+def test_an_idle_line_says_why_as_a_kind_and_an_old_line_is_read_from_its_sentence():
+    from npuprof_launch.common import processlog
+
+    assert processlog.why_of({"why": "never called", "reason": "never called"}) == "never called"
+    assert processlog.why_of({"reason": "not found: target_lib has no attribute 'nosuch'"}) == "not found"
+    assert processlog.why_of({"reason": "something else"}) is None
+    assert processlog.WHY_ORDER == ("not found", "never called", "never imported")
