@@ -3,7 +3,7 @@
 The launcher never profiles anything itself. It runs the command as an argument vector (no
 shell) with the resolved options exported as ``NPU_PROF_*`` variables and the hook directory
 first on ``PYTHONPATH``, forwards SIGTERM/SIGHUP/SIGUSR1/SIGUSR2 and a SIGINT sent to it alone
-(interrupts() tells a terminal's Ctrl-C apart: the job got that one itself), and returns the job's status
+(_wait_taking_interrupts tells a terminal's Ctrl-C apart: the job got that one itself), and returns the job's status
 (128+N when it died of signal N). What it saw (the command, how it ended) is written to
 ``OUT/npuprof_status/runs/RUN_ID.json``, so that ``--check DIR`` later gives the same reasons as
 the end of the run.
@@ -172,7 +172,7 @@ def run(command: list[str], env: dict[str, str]) -> dict:
     }
 
 
-#: The signals the wait takes itself (interrupts()), blocked in the launcher's threads meanwhile.
+#: The signals the wait takes itself (_wait_taking_interrupts), blocked in the launcher's threads meanwhile.
 TAKEN = {signal.SIGINT, signal.SIGCHLD}
 
 

@@ -64,8 +64,9 @@ def format_table(report: dict, verbose: bool = False, explain: bool = False, wid
             lines.append(f"{say} {heading}:")
             lines.extend(_bullet(one["text"]) for one in items)
     notes = report.get("notes") or []
-    folded = [one for one in notes if one["kind"] in TOLD_APART or one["kind"] == "no_rank_stands_out"]
-    whole = [one for one in notes if one not in folded]
+    folds = {*TOLD_APART, "no_rank_stands_out"}
+    folded = [one for one in notes if one["kind"] in folds]
+    whole = [one for one in notes if one["kind"] not in folds]
     apart = told_apart(folded)
     if explain:
         whole = notes
