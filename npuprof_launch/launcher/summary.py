@@ -28,8 +28,8 @@ TOLD_APART = {
     "cpu_wait": "CPU waits",
 }
 
-OPEN_TORCH = "open a trace: https://ui.perfetto.dev, 'Open trace file'; all ranks side by side: docs/output.md"
-OPEN_NPU = "open NPU data: MindStudio Insight, a *_ascend_pt folder; all ranks: msprof-analyze cluster -d {out}"
+OPEN_TORCH = "open a trace: https://ui.perfetto.dev, Open trace file; all ranks at once: docs/output.md"
+OPEN_NPU = "open NPU data: MindStudio Insight (*_ascend_pt); all ranks: msprof-analyze cluster -d {out}"
 STEP_MS = "step ms: the median time between step boundaries, the steps the tool worked in left out"
 
 

@@ -139,3 +139,8 @@ def test_a_row_s_operators_fit_the_width_with_long_names():
     process["top_operators"] = [{"name": name, "self_us": 70.0}, {"name": "c10d::allreduce_", "self_us": 4130.0}] * 2
     (_, operators) = summary._row(process)
     assert len(operators) <= summary.WIDTH and "c10d::allreduce_ 4.13 ms" in operators, operators
+
+
+def test_the_lines_that_say_how_to_open_the_output_fit_the_width():
+    for line in (summary.OPEN_TORCH, summary.OPEN_NPU.format(out="")):
+        assert len(f"{summary.names.VOICE} {line}") <= summary.WIDTH, line
