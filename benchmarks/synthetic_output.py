@@ -21,7 +21,7 @@ import json
 import os
 import random
 
-from npuprof_launch.common import deliverables, files, names, options, record, stepstats, steptimes
+from npuprof_launch.common import deliverables, files, names, options, record, stepstats, steptimes, windowresults
 from npuprof_launch.common.schedule import Schedule
 from npuprof_launch.inprocess import aftercare
 
@@ -181,7 +181,7 @@ def write_output(
         if summaries:
             if summary is None:
                 summary = aftercare._merge(None, deliverables.summarize_torch_trace(path))
-            result = aftercare.result_path(status, 1)
+            result = windowresults.result_path(status, 1)
             files.write_json(
                 result,
                 {

@@ -62,6 +62,14 @@ NPU_LOGGED = "torch_npu logged: "
 VOICE = "npuprof:"
 
 
+def without_hook(environ) -> dict[str, str]:
+    """An environment for the tool's own processes (a window's aftercare, the offline parse): the
+    job's, without the hook's variables, so that such a process never profiles itself."""
+    env = {key: value for key, value in environ.items() if not key.startswith(ENV_PREFIX)}
+    env.pop(RUN_ID_VAR, None)
+    return env
+
+
 def say(message: str) -> None:
     """The one way the tool speaks from inside a job: one line on stderr, prefixed ``npuprof:``."""
     try:

@@ -46,11 +46,12 @@ class AftercareJobs:
         training path: a detached process at the lowest priority, started here, waited for at the
         end; returns its result file (relative to the output directory) and its pid, or None when
         there is nothing to do or it could not start (said once)."""
+        from npuprof_launch.common import windowresults
         from npuprof_launch.inprocess import aftercare
 
         if not paths or not getattr(backend, "aftercare", False):
             return None
-        result_file = aftercare.result_path(self._status_path, window)
+        result_file = windowresults.result_path(self._status_path, window)
         gzip_traces = bool(gzip) and backend.name == "torch"
         try:
             import subprocess
@@ -65,7 +66,7 @@ class AftercareJobs:
                     home=self._output_dir,
                     parsed=getattr(backend, "parses", False),
                 ),
-                env=aftercare.environment(os.environ),
+                env=names.without_hook(os.environ),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

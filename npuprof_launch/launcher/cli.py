@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 import threading
@@ -29,6 +30,8 @@ from npuprof_launch.launcher.arguments import (
 )
 from npuprof_launch.launcher.progress import Progress
 
+#: The offline parse's module (inprocess/backends/npuoffline.py), run as a process of its own.
+OFFLINE_PARSE = "npuprof_launch.inprocess.backends.npuoffline"
 #: How long the launcher waits, after the job, for its windows' aftercare (compression, moves).
 AFTERCARE_WAIT_S = 120.0
 
@@ -101,8 +104,7 @@ def _main(argv: list[str] | None) -> int:
 
 def wait_for_aftercare(output_dir: str, run_id: str) -> None:
     """The windows' compression and moves run after the job's processes ended (aftercare.py)."""
-    from npuprof_launch.common import record
-    from npuprof_launch.inprocess import aftercare
+    from npuprof_launch.common import record, windowresults
 
     records = [r for r in record.read_dir(output_dir) if r.get("run_id") == run_id]
     what = f"compressing and moving windows home (waiting {AFTERCARE_WAIT_S:.0f} s at most)"
@@ -112,7 +114,7 @@ def wait_for_aftercare(output_dir: str, run_id: str) -> None:
         progress.total = total
         progress.set(done)
 
-    aftercare.wait(output_dir, records, AFTERCARE_WAIT_S, tick)
+    windowresults.wait(output_dir, records, AFTERCARE_WAIT_S, tick)
     progress.finish()
 
 
@@ -259,7 +261,6 @@ def analyse(directory: str, namespace: argparse.Namespace) -> int:
     ``analyse`` reports failures only as log lines, so the deliverable check afterwards decides.
     """
     from npuprof_launch.common import deliverables
-    from npuprof_launch.inprocess.backends import npu
 
     if not os.path.isdir(directory):
         raise UsageError(f"--analyse {directory!r}: not a directory")
@@ -279,11 +280,8 @@ def analyse(directory: str, namespace: argparse.Namespace) -> int:
     config = resolve_config(namespace, os.environ)
     explicit = namespace.export_type is not None or os.environ.get(options.BY_NAME["export-type"].env)
     export_types = config.export_type if explicit else None
-    try:
-        with _parse_progress(sessions):
-            version = npu.analyse_offline(directory, export_types, names.say)
-    except ImportError as exc:
-        raise UsageError(f"--analyse needs torch_npu, which does not import here: {exc}") from None
+    with _parse_progress(sessions):
+        version = _parse_offline(directory, export_types)
     problems = []
     for path in sessions:
         problems.extend(deliverables.check_ascend_dir(path, export_types or deliverables.recorded_export_types(path)))
@@ -293,6 +291,33 @@ def analyse(directory: str, namespace: argparse.Namespace) -> int:
         print("\n".join(f"  - {problem}" for problem in problems))
     print("npuprof: analyse " + ("FAILED" if problems else "passed"))
     return 1 if problems else 0
+
+
+def _parse_offline(directory: str, export_types: tuple[str, ...] | None) -> str:
+    """torch_npu's offline parse of ``directory``, in a process of its own (npuoffline.py names
+    why); returns the torch_npu version that parsed."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="npuprof-analyse-") as folder:
+        result_file = os.path.join(folder, "result.json")
+        subprocess.run(
+            [sys.executable, "-m", OFFLINE_PARSE, directory, "--result", result_file]
+            + (["--export-type", ",".join(export_types)] if export_types else []),
+            env=names.without_hook(os.environ),
+            stdout=2,  # torch_npu prints its progress: the launcher's stdout is for its own lines
+            check=False,
+        )
+        try:
+            with open(result_file) as handle:
+                result = json.load(handle)
+        except (OSError, ValueError):
+            result = {}
+    if "import_error" in result:
+        raise UsageError(f"--analyse needs torch_npu, which does not import here: {result['import_error']}")
+    if "version" not in result:
+        raise UsageError(f"--analyse {directory!r}: torch_npu's parse ended without a word (its messages above)")
+    return str(result["version"])
 
 
 def _torch_run(directory: str) -> bool:

@@ -7,8 +7,7 @@ import json
 import os
 import time
 
-from npuprof_launch.common import deliverables
-from npuprof_launch.inprocess import aftercare
+from npuprof_launch.common import deliverables, windowresults
 from npuprof_launch.launcher import windowfiles
 
 TRACE = {
@@ -58,15 +57,15 @@ def test_a_trace_gone_from_everywhere_is_missing_not_an_error(tmp_path):
 def test_a_killed_process_s_aftercare_is_waited_for_while_it_runs(tmp_path):
     """The record of a SIGKILLed process never ends; its aftercare, an orphan now, still writes."""
     result = tmp_path / "r.window1.json"
-    record = {"ended": None, "host": aftercare.names.host(), "pid": 2**22 + 7}  # beyond pid_max: gone
+    record = {"ended": None, "host": windowresults.names.host(), "pid": 2**22 + 7}  # beyond pid_max: gone
     window = {"aftercare": result.name, "aftercare_pid": os.getpid()}
     record["windows"] = [window]
-    assert aftercare.unfinished(str(tmp_path), [record]) == [result.name]
+    assert windowresults.unfinished(str(tmp_path), [record]) == [result.name]
     result.write_text(json.dumps({"status": "done"}))
-    assert aftercare.unfinished(str(tmp_path), [record]) == []
+    assert windowresults.unfinished(str(tmp_path), [record]) == []
     result.unlink()
     window["aftercare_pid"] = 2**22 + 9
-    assert aftercare.unfinished(str(tmp_path), [record]) == []  # neither can write it any more
+    assert windowresults.unfinished(str(tmp_path), [record]) == []  # neither can write it any more
 
 
 def test_a_zombie_is_not_alive(tmp_path):
@@ -80,8 +79,8 @@ def test_a_zombie_is_not_alive(tmp_path):
                 if handle.read().rpartition(")")[2].split()[0] == "Z":
                     break
             time.sleep(0.01)
-        assert not aftercare._pid_alive(child)
-        assert aftercare._pid_alive(os.getpid())
+        assert not windowresults._pid_alive(child)
+        assert windowresults._pid_alive(os.getpid())
     finally:
         os.waitpid(child, 0)
 

@@ -560,19 +560,3 @@ def _session_dirs(output_dir: str, worker: str) -> set[str]:
         return set()
     prefix = worker + "_"
     return {entry for entry in entries if entry.startswith(prefix) and entry.endswith(names.ASCEND_DIR_SUFFIX)}
-
-
-def analyse_offline(directory: str, export_types, note_warning) -> str:
-    """Parse raw data in ``directory`` with torch_npu's offline ``analyse``; returns the torch_npu version.
-
-    Raises ImportError when torch_npu cannot be imported here.
-    """
-    import torch_npu
-    from torch_npu.profiler.profiler import analyse
-
-    version = installed_version(torch_npu)
-    kwargs, notes = analyse_call(directory, export_types, version, capabilities(version, torch_npu.profiler))
-    for note in notes:
-        note_warning(note)
-    analyse(**kwargs)
-    return version
