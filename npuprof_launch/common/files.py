@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import errno
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: Bits never granted on what we create, whatever the umask: nothing world-writable.
 NOT_WORLD_WRITABLE = ~0o002
@@ -40,7 +44,7 @@ def restrict(path: str) -> None:
         os.chmod(path, mode & NOT_WORLD_WRITABLE)
 
 
-def write_json(path: str, data: dict, mode: int = 0o664) -> None:
+def write_json(path: str, data: Mapping, mode: int = 0o664) -> None:
     """Write ``data`` to ``path`` atomically, created with ``mode`` less the umask."""
     import json  # not at module level: the hook imports this module in every process
 

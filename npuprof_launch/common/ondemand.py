@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npuprof_launch.common import files, names, options, record
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 POLL_INTERVAL = 0.25
 REQUEST_SUFFIX = ".request.json"
@@ -64,7 +67,7 @@ def write_request(
     return request
 
 
-def common_start(records: list[dict], ranks=None, now_ns: int | None = None) -> int | None:
+def common_start(records: Sequence[Mapping[str, Any]], ranks=None, now_ns: int | None = None) -> int | None:
     """A step no process of the running job has reached yet, by the time it sees the request.
 
     From each running record: its last written count, plus what it ran since (its mean step time
@@ -96,7 +99,7 @@ def withdraw(output_dir: str, request_id: str) -> None:
         pass
 
 
-def pickups(output_dir: str, request_id: str) -> list[dict]:
+def pickups(output_dir: str, request_id: str) -> list[record.ReadRecord]:
     """The status records of the processes that took request ``request_id``."""
     records = record.read_dir(output_dir)
     return [r for r in records if request_id in (r.get("requests") or [])]

@@ -15,8 +15,12 @@ Standard library only: the in-process wing imports this before torch.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from npuprof_launch.common import numbering
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: A window stopped before its last step (``by``: a key of CUT_BY; ``kept``: [first, last] steps
 #: its trace keeps, or None when it held no whole step; ``idle_s``: how long the process had not
@@ -215,7 +219,7 @@ def sentence(outcome: dict) -> str:
     raise ValueError(f"outcome kind off the table: {kind!r}")
 
 
-def of_record(record: dict) -> list[dict]:
+def of_record(record: Mapping[str, Any]) -> list[dict]:
     """A status record's outcomes; for a record written before they existed, read from its sentences."""
     recorded = record.get("outcomes")
     if recorded:

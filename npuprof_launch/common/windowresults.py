@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from npuprof_launch.common import names
+from npuprof_launch.common.record import ReadRecord
 
 #: The results live in a folder of their own: a status record is every ``*.json`` of npuprof_status/.
 RESULTS_DIR = "windows"
@@ -25,7 +26,7 @@ def result_path(status_file: str, window: int) -> str:
     return os.path.join(folder, RESULTS_DIR, f"{name[: -len('.json')]}.window{window}.json")
 
 
-def unfinished(output_dir: str, records: list[dict]) -> list[str]:
+def unfinished(output_dir: str, records: list[ReadRecord]) -> list[str]:
     """The results of windows whose aftercare still runs (its result says so, or is not written yet)."""
     waiting = []
     for found in records:
@@ -43,7 +44,7 @@ def unfinished(output_dir: str, records: list[dict]) -> list[str]:
     return waiting
 
 
-def _alive(found: dict, window: dict) -> bool:
+def _alive(found: ReadRecord, window: dict) -> bool:
     """A result not written yet only matters while its process or its aftercare may still write
     it. A process killed outright (SIGKILL, the OOM killer) leaves its aftercare running alone."""
     if found.get("ended") is not None or found.get("host") != names.host():
@@ -66,7 +67,7 @@ def _pid_alive(pid) -> bool:
 
 
 def wait(
-    output_dir: str, records: list[dict], timeout: float, tick: Callable[[int, int], None] | None = None
+    output_dir: str, records: list[ReadRecord], timeout: float, tick: Callable[[int, int], None] | None = None
 ) -> list[str]:
     """Wait (at most ``timeout`` seconds) for the windows' aftercare; ``tick(done, total)`` at every
     look (the launcher's progress line). Returns the results still unfinished."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from npuprof_launch.common import names, outcomes, record
+from npuprof_launch.common.record import StatusRecord
 from npuprof_launch.inprocess import sessionrecord
 
 
@@ -56,7 +57,7 @@ class SessionNotes:
             self.errors.append(message)
             self._say(message)
 
-    def to_record(self) -> dict:
+    def to_record(self) -> StatusRecord:
         return sessionrecord.to_record(self)
 
     def write_safely(self) -> None:

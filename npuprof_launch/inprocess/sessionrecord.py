@@ -14,7 +14,7 @@ import sys
 import time
 
 from npuprof_launch.common import names, outcomes
-from npuprof_launch.common.record import State
+from npuprof_launch.common.record import State, StatusRecord
 from npuprof_launch.inprocess import steptiming
 
 
@@ -31,7 +31,7 @@ def windows_planned(session) -> int:
     return len(session.schedule.windows()) - session.windows_before_exec + len(session.requests) - unreached
 
 
-def to_record(session) -> dict:
+def to_record(session) -> StatusRecord:
     """The status record of ``session`` (a session.Session), now; copies of its lists, never them."""
     results = session.results
     window_steps = None

@@ -18,7 +18,7 @@ import threading
 import time
 
 from npuprof_launch.common import names, options
-from npuprof_launch.common.record import alive_here
+from npuprof_launch.common.record import ReadRecord, alive_here
 from npuprof_launch.launcher import launch, report, runs, slowdowns, stallview, summary
 from npuprof_launch.launcher.arguments import (
     TRIGGER_TIMEOUT,
@@ -187,7 +187,7 @@ def trigger(directory: str, config: options.Config, timeout: float, align: int |
     return 0
 
 
-def _ranks_no_process_has(records: list[dict], ranks) -> str | None:
+def _ranks_no_process_has(records: list[ReadRecord], ranks) -> str | None:
     """Where ``--ranks`` names only ranks that no running on-demand process of the job has: the
     ranks there are, instead of a wait that ends in a timeout (a process without a rank takes a
     request as rank 0, as ``--ranks`` counts it everywhere)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from npuprof_launch.common import outcomes, processlog
+from npuprof_launch.common.record import ReadRecord
 from npuprof_launch.launcher import wording
 
 #: Why a Python process may not load the hook, for the report's first reason.
@@ -20,7 +21,7 @@ NO_HOOK_CAUSES = (
 PYTHON_FLAGS_WITHOUT_HOOK = {"-I": "isolated mode", "-E": "ignores PYTHON* variables", "-S": "skips site"}
 
 
-def why_incomplete(record: dict, process: dict, run: dict | None, stale: bool) -> str:
+def why_incomplete(record: ReadRecord, process: dict, run: dict | None, stale: bool) -> str:
     """The true reason a process's windows did not all complete, the most telling first: decided on
     the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning."""
     done = f"{process['windows_completed']} of {process['windows_planned']}"

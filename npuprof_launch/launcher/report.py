@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from npuprof_launch.common import deliverables, names, options, outcomes, processlog
-from npuprof_launch.common.record import ENDED_EXEC, alive_here, attempt_of, process_count, read_dir
+from npuprof_launch.common.record import ENDED_EXEC, ReadRecord, alive_here, attempt_of, process_count, read_dir
 from npuprof_launch.launcher import answer, jobview, launch, reasons, runs, slowdowns, stallview, windowfiles, wording
 from npuprof_launch.launcher.progress import Progress
 
@@ -167,7 +167,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
     }
 
 
-def _moved_on(record: dict, records: list[dict], notes: list[dict]) -> dict:
+def _moved_on(record: ReadRecord, records: list[ReadRecord], notes: list[dict]) -> ReadRecord:
     """An image that re-executed itself (``os.exec``) right after its window opened, before any
     whole step: that window holds nothing, and the new image, which counts on, records the window
     (a job that runs one probe step and re-executes). The window is told as a note and taken out of
@@ -198,14 +198,14 @@ def _moved_on(record: dict, records: list[dict], notes: list[dict]) -> dict:
             f"{recorded['last_step']})"
         )
         notes.append(answer.item("window_moved_on", text, [record.get("rank")], [window["first_step"]]))
-    kept = dict(record)
+    kept = record.copy()
     kept["windows"] = [w for w in record.get("windows") or () if w not in empty]
     kept["traces"] = [rel for rel in record.get("traces") or () if rel not in gone]
     kept["windows_planned"] = max(0, (record.get("windows_planned") or 0) - len(empty))
     return kept
 
 
-def _label(record: dict) -> str:
+def _label(record: ReadRecord) -> str:
     rank = record.get("rank")
     where = f"rank {rank}" if rank is not None else "process"
     stage = f" stage {record['stage']}" if record.get("stage") else ""
@@ -246,7 +246,7 @@ def _steps_text(pairs) -> str:
     return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in pairs)
 
 
-def _process(record: dict, output_dir: str, run: dict | None, problems: list, findings: list, deep: bool) -> dict:
+def _process(record: ReadRecord, output_dir: str, run: dict | None, problems: list, findings: list, deep: bool) -> dict:
     """One report row, its deliverables checked; its problems added, each with its true reason."""
     process: dict[str, Any] = {
         key: record.get(key)
@@ -321,7 +321,7 @@ def _process(record: dict, output_dir: str, run: dict | None, problems: list, fi
     return process
 
 
-def _about(record: dict, kind: str, reason: str, **evidence) -> tuple[tuple | None, dict]:
+def _about(record: ReadRecord, kind: str, reason: str, **evidence) -> tuple[tuple | None, dict]:
     """A problem of one process, its label first; with the key that tells it the same as another
     rank's (_grouped), where it has a rank."""
     text = f"{_label(record)}: {reason}"
@@ -331,7 +331,7 @@ def _about(record: dict, kind: str, reason: str, **evidence) -> tuple[tuple | No
 
 
 def _check_traces(
-    record: dict, output_dir: str, process: dict, self_times: dict, deep: bool
+    record: ReadRecord, output_dir: str, process: dict, self_times: dict, deep: bool
 ) -> tuple[list[tuple[str, str]], float, float]:
     """Each window's deliverables, from its aftercare's summary where one was written (small files,
     whatever the trace's size), else from the trace itself; and where each file is. Its problems
@@ -409,13 +409,13 @@ def _check_traces(
     return problems, collective_us, window_us
 
 
-def _left_out(excluded: list[dict]) -> dict | None:
+def _left_out(excluded: list[ReadRecord]) -> dict | None:
     """The processes ``--ranks`` left out on purpose (they stepped, and never started a profiler):
     named, so that a rank missing from the table is not taken for a lost one."""
     if not excluded:
         return None
     chosen = (excluded[0].get("options") or {}).get("ranks")
-    ranks = sorted({r["rank"] if r.get("rank") is not None else 0 for r in excluded})
+    ranks = sorted({r["rank"] or 0 for r in excluded})
     return {
         "ranks": ranks,
         "processes": process_count(excluded),
@@ -423,15 +423,15 @@ def _left_out(excluded: list[dict]) -> dict | None:
     }
 
 
-def _excluded_problems(excluded: list[dict], processes: list[dict]) -> list[str]:
+def _excluded_problems(excluded: list[ReadRecord], processes: list[dict]) -> list[str]:
     if not excluded or processes:
         return []
-    ranks = sorted({r["rank"] for r in excluded if r.get("rank") is not None})
+    ranks = sorted({rank for rank in (r["rank"] for r in excluded) if rank is not None})
     wanted = options.BY_NAME["ranks"].format((excluded[0].get("options") or {}).get("ranks") or ())
     return [f"--ranks {wanted} matched no process; the ranks that stepped were {ranks or 'none known'}"]
 
 
-def _declared_problems(records: list[dict], idle: list[dict], run: dict | None) -> tuple[list[dict], set[int]]:
+def _declared_problems(records: list[ReadRecord], idle: list[dict], run: dict | None) -> tuple[list[dict], set[int]]:
     """Each declared function (--target, a stage) that made no step in any process, and why; and
     the processes these name (the ids of their lines), counted there and not again as idle.
 

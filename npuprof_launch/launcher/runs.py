@@ -20,10 +20,10 @@ from __future__ import annotations
 import os
 
 from npuprof_launch.common import names, options
-from npuprof_launch.common.record import attempt_of
+from npuprof_launch.common.record import ReadRecord, attempt_of
 
 
-def listed(records: list[dict], accounts: dict[str, dict], log: list[dict], output_dir: str) -> list[dict]:
+def listed(records: list[ReadRecord], accounts: dict[str, dict], log: list[dict], output_dir: str) -> list[dict]:
     """Every run found in the directory, oldest first: its id, command, when it started and ended,
     how many processes recorded, and its attempts."""
     found: dict[str, dict] = {}
@@ -119,7 +119,7 @@ def others_text(runs: list[dict], reported: str | None, output_dir: str, every: 
     )
 
 
-def given_options(run: dict | None, records: list[dict], output_dir: str) -> dict[str, str]:
+def given_options(run: dict | None, records: list[ReadRecord], output_dir: str) -> dict[str, str]:
     """The options the run was given, as text (as ``cli.given_options`` has them), for a suggested
     run that keeps them all: the launcher's flags where it wrote its account, and every option the
     processes resolved away from its default (an exported NPU_PROF_* variable, the --print-env
@@ -153,13 +153,13 @@ def ids(output_dir: str) -> list[str]:
     return [item["run_id"] for item in found]
 
 
-def route(run: dict | None, records: list[dict]) -> str:
+def route(run: dict | None, records: list[ReadRecord]) -> str:
     """How the run was started, for a suggested next run that starts the same way: the prefix
     (the launcher wrote its account), else the variables (``--print-env`` or exported by hand)."""
     return "prefix" if run or not records else "env"
 
 
-def untracked_problem(output_dir: str, records: list[dict]) -> str | None:
+def untracked_problem(output_dir: str, records: list[ReadRecord]) -> str | None:
     """The report's problem for the traces no record accounts for (``untracked_traces``), if any."""
     untracked = untracked_traces(output_dir, records)
     if not untracked:
@@ -172,7 +172,7 @@ def untracked_problem(output_dir: str, records: list[dict]) -> str | None:
     )
 
 
-def untracked_traces(output_dir: str, records: list[dict]) -> list[str]:
+def untracked_traces(output_dir: str, records: list[ReadRecord]) -> list[str]:
     """Traces on disk (torch's Chrome traces, torch_npu's session directories) that no record of any
     run accounts for: a process killed before it wrote its record, or files copied in. The report
     names them; it cannot say whose they are."""

@@ -25,8 +25,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from npuprof_launch.launcher import answer, wording
+
+if TYPE_CHECKING:
+    from npuprof_launch.common.record import ReadRecord
 
 MAX_BLOCKS = 400
 MIN_SIDE = 10
@@ -333,7 +337,7 @@ def item(slowdown: dict) -> dict:
     return answer.item("slowdown", text(slowdown), slowdown["ranks"], [slowdown["step"]], **evidence)
 
 
-def asked_windows(processes: list[dict], records: list[dict]) -> list[dict]:
+def asked_windows(processes: list[dict], records: list[ReadRecord]) -> list[dict]:
     """One line per window that --on-slowdown asked for (the same steps on every rank: one line),
     and one per window a request asked for that the job ended before (outcomes.NOT_REACHED: told,
     not a failure). A window that began and recorded no whole step before the job ended says so."""
@@ -407,9 +411,9 @@ class Trigger:
             if rec.get("run_id") == self.run_id and not rec.get("ended") and rec.get("step_times")
         ]
         found = []
-        recent: dict[str, float] = {}
+        recent: dict[str | None, float | None] = {}
         for rec in running:
-            path = os.path.join(self.output_dir, rec["step_times"])
+            path = os.path.join(self.output_dir, rec["step_times"] or "")
             size = os.path.getsize(path) if os.path.exists(path) else 0
             if size == self._sizes.get(path):
                 continue

@@ -19,13 +19,14 @@ import os
 import threading
 
 from npuprof_launch.common import names, record, stalls
+from npuprof_launch.common.record import ReadRecord
 from npuprof_launch.launcher import answer, launch, wording
 
 #: How often the launcher looks at the stacks files while the job runs.
 WATCH_EVERY_S = 2.0
 
 
-def of_process(rec: dict, output_dir: str) -> tuple[dict | None, list[dict]]:
+def of_process(rec: ReadRecord, output_dir: str) -> tuple[dict | None, list[dict]]:
     """One record's stall (its uncovered dumps, or None) and its pauses, each with where it was."""
     watch = rec.get("hang_watch") or {}
     if not watch.get("stacks"):
@@ -54,7 +55,7 @@ def of_process(rec: dict, output_dir: str) -> tuple[dict | None, list[dict]]:
     return stuck, pauses
 
 
-def summarize(records: list[dict], output_dir: str) -> tuple[list[dict], list[dict]]:
+def summarize(records: list[ReadRecord], output_dir: str) -> tuple[list[dict], list[dict]]:
     """The report's ``stalls`` (ranks grouped by where they are stuck, the odd one out first) and
     ``pauses`` (grouped by step: a pause in lockstep holds every rank)."""
     stuck, paused = [], []

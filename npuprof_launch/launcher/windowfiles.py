@@ -12,6 +12,7 @@ import os
 import shlex
 
 from npuprof_launch.common import deliverables, names
+from npuprof_launch.common.record import ReadRecord
 
 
 def locate(output_dir: str, rel: str, staged: list[str] | None = None) -> tuple[str | None, str | None]:
@@ -121,7 +122,7 @@ def unrepeated(errors: list[str], trace_problems: list[str]) -> list[str]:
     ]
 
 
-def trace_bytes(output_dir: str, records: list[dict]) -> int:
+def trace_bytes(output_dir: str, records: list[ReadRecord]) -> int:
     """What the records' traces weigh on disk, wherever each is now."""
     total = 0
     for record in records:

@@ -3,6 +3,9 @@ reasons all say a count, the headline and "incomplete" through here, so they nev
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from npuprof_launch.common import options, processlog, record
 
 
@@ -67,7 +70,7 @@ def no_step(idle_count: int, idle: list[dict]) -> str:
     )
 
 
-def ran_short(record: dict, done: str, steps) -> str:
+def ran_short(record: Mapping[str, Any], done: str, steps) -> str:
     """The job ended normally and really ran short of steps: the schedule's numbers, and the fix;
     with --from-step, in the job's numbers (a resumed process's steps are the job's from step_offset + 1)."""
     given = record.get("options") or {}
