@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from conftest import ROOT, clean_env
+from jobs import ROOT, clean_env
 
 STANDIN = os.path.join(ROOT, "tests", "standin")
 RECORD_VAR = "TORCH_NPU_STANDIN_RECORD"

@@ -14,7 +14,7 @@ import os
 import re
 
 import pytest
-from conftest import ROOT, clean_env, python
+from jobs import ROOT, clean_env, python
 
 #: The line of each figure, in the order the benchmark prints them.
 FIGURES = (

@@ -16,17 +16,8 @@ import re
 import sys
 
 import pytest
-from conftest import (
-    assert_ok,
-    bare_run,
-    npuprof,
-    once,
-    script,
-    status_records,
-    step_counts,
-    step_spans,
-    torch_traces,
-)
+from jobs import assert_ok, bare_run, npuprof, once, script
+from outputs import status_records, step_counts, step_spans, torch_traces
 
 COMPILED = script("compiled_step.py")
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import assert_ok, bare_run, check_json, npuprof, script, suggestions
+from answers import check_json
+from jobs import assert_ok, bare_run, npuprof, script
+from suggestions import suggestions
 
 from npuprof_launch.common import findings
 from npuprof_launch.inprocess import cpuwait

@@ -10,7 +10,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import assert_ok, bare_run, check_json, npuprof, script, status_records, step_counts, torch_traces
+from answers import check_json
+from jobs import assert_ok, bare_run, npuprof, script
+from outputs import status_records, step_counts, torch_traces
 
 from npuprof_launch.common import deliverables
 

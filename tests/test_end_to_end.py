@@ -6,19 +6,9 @@ import os
 import sys
 
 import pytest
-from conftest import (
-    assert_ok,
-    bare_run,
-    check_json,
-    clean_env,
-    npuprof,
-    python,
-    script,
-    status_records,
-    step_counts,
-    step_spans,
-    torch_traces,
-)
+from answers import check_json
+from jobs import assert_ok, bare_run, clean_env, npuprof, python, script
+from outputs import status_records, step_counts, step_spans, torch_traces
 
 TRAIN = script("train_loop.py")
 
@@ -209,8 +199,6 @@ def test_user_pythonpath_entries_are_kept(out, tmp_path):
     lib.mkdir()
     (lib / "mylib.py").write_text("VALUE = 42\n")
     env_pythonpath = str(lib)
-    from conftest import clean_env
-
     result = npuprof(
         [
             "--output-dir",
@@ -248,8 +236,6 @@ def test_check_passes_after_a_complete_run(out):
 
 def test_no_hook_without_the_switch(tmp_path):
     """With only the hook directory on PYTHONPATH and NPU_PROF_ENABLE unset, nothing happens."""
-    from conftest import clean_env
-
     from npuprof_launch.launcher import launch
 
     out = tmp_path / "o"

@@ -13,19 +13,9 @@ import re
 import sys
 
 import pytest
-from conftest import (
-    assert_ok,
-    bare_run,
-    check_json,
-    npuprof,
-    read_trace,
-    script,
-    status_records,
-    step_spans,
-    texts,
-    torch_traces,
-    windows,
-)
+from answers import check_json, texts
+from jobs import assert_ok, bare_run, npuprof, script
+from outputs import read_trace, status_records, step_spans, torch_traces, windows
 
 ENDINGS = script("endings.py")
 UNEVEN = script("uneven_join.py")

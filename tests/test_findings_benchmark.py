@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from conftest import ROOT, clean_env, python
+from jobs import ROOT, clean_env, python
 
 
 def test_quick_findings_benchmark_names_the_slow_rank_and_no_rank_among_alike_ones(tmp_path):

@@ -20,19 +20,9 @@ import os
 import sys
 
 import pytest
-from conftest import (
-    assert_ok,
-    check_json,
-    clean_env,
-    npuprof,
-    python,
-    script,
-    status_records,
-    step_counts,
-    step_spans,
-    texts,
-    torch_traces,
-)
+from answers import check_json, texts
+from jobs import assert_ok, clean_env, npuprof, python, script
+from outputs import status_records, step_counts, step_spans, torch_traces
 
 STEPS = 12
 SCHEDULE = ["--skip-first", "2", "--active", "2"]

@@ -14,7 +14,9 @@ import subprocess
 import sys
 import threading
 
-from conftest import PYTHON, ROOT, answer_json, assert_ok, check_json, clean_env, npuprof, status_records
+from answers import answer_json, check_json
+from jobs import PYTHON, ROOT, assert_ok, clean_env, npuprof
+from outputs import status_records
 
 STUCK = os.path.join(ROOT, "examples", "stuck.py")
 WAYS = os.path.join(ROOT, "tests", "scripts", "stuck_ways.py")

@@ -23,7 +23,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, assert_ok, npuprof, slow_rank_evidence, texts
+from answers import slow_rank_evidence, texts
+from jobs import ROOT, assert_ok, npuprof
 
 from npuprof_launch.common import names, record, steptimes
 from npuprof_launch.launcher import answer, htmlreport, report

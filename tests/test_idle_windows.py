@@ -14,18 +14,9 @@ import signal
 import subprocess
 import time
 
-from conftest import (
-    PYTHON,
-    ROOT,
-    check_json,
-    clean_env,
-    npuprof,
-    script,
-    status_records,
-    step_spans,
-    texts,
-    torch_traces,
-)
+from answers import check_json, texts
+from jobs import PYTHON, ROOT, clean_env, npuprof, script
+from outputs import status_records, step_spans, torch_traces
 
 IDLE = script("idle_rank.py")
 WINDOW = ["--skip-first", "0", "--active", "3", "--target", "__main__:handle"]

@@ -12,18 +12,9 @@ import shlex
 import sys
 
 import pytest
-from conftest import (
-    ROOT,
-    assert_ok,
-    bare_run,
-    check_json,
-    clean_env,
-    npuprof,
-    once,
-    slow_rank_evidence,
-    status_records,
-    windows,
-)
+from answers import check_json, slow_rank_evidence
+from jobs import ROOT, assert_ok, bare_run, clean_env, npuprof, once
+from outputs import status_records, windows
 
 JOB = os.path.join(ROOT, "examples", "stragglers.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4"]

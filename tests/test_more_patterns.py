@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from conftest import assert_ok, bare_run, npuprof, script, status_records, step_spans, torch_traces
+from jobs import assert_ok, bare_run, npuprof, script
+from outputs import status_records, step_spans, torch_traces
 
 MORE = script("more_patterns.py")
 

@@ -16,7 +16,9 @@ import time
 import uuid
 
 import pytest
-from conftest import PYTHON, ROOT, check_json, status_records
+from answers import check_json
+from jobs import PYTHON, ROOT
+from outputs import status_records
 
 JOB = os.path.join(ROOT, "examples", "stragglers.py")
 ADDRESSES = {"a": "10.77.0.1", "b": "10.77.0.2"}

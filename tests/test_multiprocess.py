@@ -9,17 +9,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import (
-    assert_ok,
-    bare_run,
-    check_json,
-    clean_env,
-    npuprof,
-    script,
-    status_records,
-    step_counts,
-    torch_traces,
-)
+from answers import check_json
+from jobs import assert_ok, bare_run, clean_env, npuprof, script
+from outputs import status_records, step_counts, torch_traces
 
 from npuprof_launch.common import names, options, processlog
 

@@ -7,8 +7,10 @@ import glob
 import os
 
 import pytest
-from conftest import PYTHON, assert_ok, bare_run, check_json, npuprof, script, status_records, step_counts, texts
+from answers import check_json, texts
+from jobs import PYTHON, assert_ok, bare_run, npuprof, script
 from npu_standin import calls, only, standin_env
+from outputs import status_records, step_counts
 
 TRAIN = script("train_loop.py")
 TRAIN_ON_NPU = script("train_on_npu.py")

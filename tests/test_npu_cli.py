@@ -7,7 +7,7 @@ import os
 
 import npu_layout
 import pytest
-from conftest import PYTHON, assert_ok, clean_env, npuprof, script
+from jobs import PYTHON, assert_ok, clean_env, npuprof, script
 from npu_standin import calls, only, standin_env
 
 TRAIN = script("train_loop.py")

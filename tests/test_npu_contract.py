@@ -16,7 +16,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import PYTHON, ROOT, clean_env
+from jobs import PYTHON, ROOT, clean_env
 from npu_wheels import (
     CONSTANT_CLASSES,
     DEFINITIONS,

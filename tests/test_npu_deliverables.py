@@ -11,7 +11,8 @@ import sqlite3
 
 import npu_layout
 import pytest
-from conftest import PYTHON, assert_ok, check_json, npuprof, script
+from answers import check_json
+from jobs import PYTHON, assert_ok, npuprof, script
 from npu_standin import standin_env
 
 from npuprof_launch.common import deliverables, names

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 
 import npu_layout
 import pytest
-from conftest import PYTHON, clean_env
+from jobs import PYTHON, clean_env
 from npu_wheels import UNKNOWN, ReleaseSource, release_source
 
 from npuprof_launch.common import deliverables

@@ -16,8 +16,10 @@ import sys
 import time
 
 import pytest
-from conftest import PYTHON, assert_ok, bare_run, check_json, npuprof, script, status_records, texts
+from answers import check_json, texts
+from jobs import PYTHON, assert_ok, bare_run, npuprof, script
 from npu_standin import calls, standin_env
+from outputs import status_records
 
 from npuprof_launch.common import deliverables, names
 from npuprof_launch.inprocess import session as inprocess_session

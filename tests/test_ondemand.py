@@ -9,7 +9,8 @@ import sys
 import time
 
 import pytest
-from conftest import PYTHON, assert_ok, bare_run, clean_env, npuprof, script, status_records, step_counts
+from jobs import PYTHON, assert_ok, bare_run, clean_env, npuprof, script
+from outputs import status_records, step_counts
 
 from npuprof_launch.common import names, ondemand
 

@@ -12,17 +12,9 @@ import sys
 import time
 
 import pytest
-from conftest import (
-    answer_json,
-    assert_ok,
-    bare_run,
-    check_json,
-    clean_env,
-    npuprof,
-    script,
-    status_records,
-    torch_traces,
-)
+from answers import answer_json, check_json
+from jobs import assert_ok, bare_run, clean_env, npuprof, script
+from outputs import status_records, torch_traces
 
 from npuprof_launch.common import deliverables
 from npuprof_launch.inprocess import aftercare

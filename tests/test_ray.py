@@ -12,7 +12,8 @@ import re
 import sys
 
 import pytest
-from conftest import assert_ok, clean_env, npuprof, python, script, status_records, torch_traces
+from jobs import assert_ok, clean_env, npuprof, python, script
+from outputs import status_records, torch_traces
 
 pytestmark = pytest.mark.ray
 RAY_JOB = script("ray_train.py")

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, clean_env
+from jobs import ROOT, clean_env
 
 from npuprof_launch.launcher import readme
 

@@ -17,7 +17,9 @@ import sys
 import time
 
 import pytest
-from conftest import PYTHON, check_json, clean_env, npuprof, script, status_records, texts
+from answers import check_json, texts
+from jobs import PYTHON, clean_env, npuprof, script
+from outputs import status_records
 
 TRAIN = script("train_loop.py")
 WRONG = ("--target MOD:QUALNAME", "run more steps", "lower --skip-first")

@@ -5,18 +5,9 @@ from __future__ import annotations
 import os
 import sys
 
-from conftest import (
-    assert_ok,
-    bare_run,
-    check_json,
-    clean_env,
-    npuprof,
-    read_trace,
-    script,
-    status_records,
-    texts,
-    write_trace,
-)
+from answers import check_json, texts
+from jobs import assert_ok, bare_run, clean_env, npuprof, script
+from outputs import read_trace, status_records, write_trace
 
 TRAIN = script("train_loop.py")
 

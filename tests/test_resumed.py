@@ -15,18 +15,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import (
-    assert_ok,
-    bare_run,
-    check_json,
-    npuprof,
-    python,
-    script,
-    status_records,
-    step_spans,
-    texts,
-    torch_traces,
-)
+from answers import check_json, texts
+from jobs import assert_ok, bare_run, npuprof, python, script
+from outputs import status_records, step_spans, torch_traces
 
 JOB = script("resume_job.py")
 

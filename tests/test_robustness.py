@@ -12,19 +12,8 @@ import sys
 import time
 
 import pytest
-from conftest import (
-    PYTHON,
-    ROOT,
-    assert_ok,
-    bare_run,
-    clean_env,
-    npuprof,
-    python,
-    script,
-    status_records,
-    step_counts,
-    torch_traces,
-)
+from jobs import PYTHON, ROOT, assert_ok, bare_run, clean_env, npuprof, python, script
+from outputs import status_records, step_counts, torch_traces
 
 from npuprof_launch.launcher import launch
 

@@ -12,19 +12,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import (
-    ROOT,
-    accepted,
-    assert_ok,
-    check_json,
-    clean_env,
-    npuprof,
-    once,
-    script,
-    status_records,
-    texts,
-    torch_traces,
-)
+from answers import check_json, texts
+from jobs import ROOT, assert_ok, clean_env, npuprof, once, script
+from outputs import status_records, torch_traces
+from suggestions import accepted
 
 from npuprof_launch.common import names
 

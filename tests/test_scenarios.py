@@ -6,7 +6,9 @@ import os
 import sys
 
 import pytest
-from conftest import ROOT, assert_ok, bare_run, check_json, clean_env, npuprof, status_records, texts, torch_traces
+from answers import check_json, texts
+from jobs import ROOT, assert_ok, bare_run, clean_env, npuprof
+from outputs import status_records, torch_traces
 
 from npuprof_launch.common import deliverables, names, options, scenarios
 from npuprof_launch.launcher import readme

@@ -13,7 +13,9 @@ import os
 import sys
 
 import pytest
-from conftest import ROOT, answer_json, assert_ok, npuprof, script, status_records
+from answers import answer_json
+from jobs import ROOT, assert_ok, npuprof, script
+from outputs import status_records
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import slowfs  # noqa: E402

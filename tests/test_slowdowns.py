@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from conftest import PYTHON, assert_ok, check_json, npuprof, read_trace, script, status_records, torch_traces
+from answers import check_json
+from jobs import PYTHON, assert_ok, npuprof, script
+from outputs import read_trace, status_records, torch_traces
 
 SLOWING = script("slowing_job.py")
 SLOW = ["--step-ms", "20", "--from-step", "30", "--factor", "3"]

@@ -7,7 +7,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import assert_ok, bare_run, check_json, npuprof, script, status_records, torch_traces, windows
+from answers import check_json
+from jobs import assert_ok, bare_run, npuprof, script
+from outputs import status_records, torch_traces, windows
 
 from npuprof_launch.common import deliverables
 

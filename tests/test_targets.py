@@ -7,19 +7,9 @@ import sys
 import sysconfig
 
 import pytest
-from conftest import (
-    ROOT,
-    assert_ok,
-    bare_run,
-    check_json,
-    clean_env,
-    npuprof,
-    python,
-    script,
-    status_records,
-    step_counts,
-    texts,
-)
+from answers import check_json, texts
+from jobs import ROOT, assert_ok, bare_run, clean_env, npuprof, python, script
+from outputs import status_records, step_counts, torch_traces
 
 from npuprof_launch.common import deliverables
 
@@ -34,8 +24,6 @@ def lib_env(**extra: str) -> dict[str, str]:
 
 def labels(out: str, prefix: str) -> list[str]:
     """The names of the spans starting with ``prefix`` in every trace under ``out``, in time order."""
-    from conftest import torch_traces
-
     spans = []
     for path in torch_traces(out):
         for event in deliverables.load_trace_events(path):
@@ -191,8 +179,6 @@ ASYNC_SERVE = script("async_serve.py")
 
 def spans(out: str, prefix: str) -> list[tuple[float, float, str]]:
     """(start, end, name) of the spans whose names start with ``prefix``, in every trace, in time order."""
-    from conftest import torch_traces
-
     found = []
     for path in torch_traces(out):
         for event in deliverables.load_trace_events(path):

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch_sources
-from conftest import PYTHON, ROOT, clean_env
+from jobs import PYTHON, ROOT, clean_env
 
 PACKAGE = os.path.join(ROOT, "npuprof_launch")
 #: Parameters that hold the torch module wherever they appear.

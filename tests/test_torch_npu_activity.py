@@ -15,8 +15,10 @@ import sys
 import types
 
 import pytest
-from conftest import PYTHON, assert_ok, check_json, npuprof, script, status_records, torch_traces
+from answers import check_json
+from jobs import PYTHON, assert_ok, npuprof, script
 from npu_standin import calls, standin_env
+from outputs import status_records, torch_traces
 
 from npuprof_launch.inprocess.backends import npu
 from npuprof_launch.inprocess.backends import torch as torch_backend

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from conftest import accepted
+from suggestions import accepted
 
 from npuprof_launch.common import names
 from npuprof_launch.common.record import attempt_of, process_count

@@ -1,4 +1,4 @@
-"""The suite reads every command a summary suggests with the tool's own parser (conftest.accepted).
+"""The suite reads every command a summary suggests with the tool's own parser (suggestions.accepted).
 
 Under load a spike in a ``python -c 'CODE'`` job got a suggested run whose CODE, quoted as a shell
 reads it, spans several lines; the suite read its first line alone and failed on the open quote."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 
-from conftest import accepted, suggestions
+from suggestions import accepted, suggestions
 
 
 def test_a_suggestion_whose_job_argument_spans_lines_is_read_whole():
