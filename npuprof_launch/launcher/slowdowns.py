@@ -56,14 +56,14 @@ def find(durations: Sequence[float], tool_steps=None, warmup: int = 3) -> dict |
     if cut is None:
         return None
     end = _end_of(logs, cut, size)  # the block where the steps came back, if they did
+    p = rank_sum_p(logs[:cut], logs[cut:end])  # on the blocks: a slow step alone moves none
+    if p > P_LEVEL:
+        return None  # asked first: it reads the blocks, the ratio below the medians of every step
     before = values[: cut * size]
     after = values[cut * size : end * size]
     before_s, after_s = _median(before), _median(after)
     ratio = after_s / before_s
     if ratio < MIN_RATIO:
-        return None
-    p = rank_sum_p(logs[:cut], logs[cut:end])  # on the blocks: a slow step alone moves none
-    if p > P_LEVEL:
         return None
     return {
         "step": int(numbers[cut * size]),
@@ -80,12 +80,13 @@ def find(durations: Sequence[float], tool_steps=None, warmup: int = 3) -> dict |
     }
 
 
-def _job_steps(durations: Sequence[float], tool_steps, warmup: int) -> tuple[list[int], Sequence[float]]:
+def _job_steps(durations: Sequence[float], tool_steps, warmup: int) -> tuple[Sequence[int], Sequence[float]]:
     """The job's own steps of ``durations`` (of steps 2, 3, ...): their numbers and times, past the
     warm-up, without the tool's steps and without steps of no time. Taken by slices between the
     tool's spans (stepstats.ToolSteps.spans), or with numpy for a long run: a Python test of every
     step of 20,000 on each of 1,024 ranks made --check 5x slower; any other container of steps is
-    asked step by step. The times are a list, or numpy's array for a long run."""
+    asked step by step. Numbers and times are lists, or numpy's arrays for a long run (a list of
+    20,000 numbers per rank took a tenth of --check at 1,024 ranks: two of them are read)."""
     first = warmup + 2
     by_spans = tool_steps is None or hasattr(tool_steps, "spans")
     spans = tool_steps.spans() if tool_steps is not None and by_spans else ()
@@ -96,7 +97,7 @@ def _job_steps(durations: Sequence[float], tool_steps, warmup: int) -> tuple[lis
         keep[: max(0, first - 2)] = False
         for low, high in spans:
             keep[max(0, low - 2) : max(0, high - 1)] = False
-        return (numpy.nonzero(keep)[0] + 2).tolist(), times[keep]
+        return numpy.nonzero(keep)[0] + 2, times[keep]
     if not by_spans:
         numbers = [step for step in range(first, len(durations) + 2) if step not in tool_steps]
         values = [durations[step - 2] for step in numbers]
@@ -136,7 +137,11 @@ def _block_medians(values: Sequence[float], size: int) -> list[float]:
     numpy = _numpy() if len(values) >= NUMPY_FROM_STEPS and size > 1 else None
     if numpy is None:
         return [_median(values[i : i + size]) for i in range(0, len(values), size)]
-    medians = numpy.median(numpy.asarray(values[:whole], dtype=float).reshape(-1, size), axis=1).tolist()
+    # numpy.median's own partition, without its checks: the two middle values of each block, averaged
+    blocks = numpy.asarray(values[:whole], dtype=float).reshape(-1, size)
+    low, high = (size - 1) // 2, size // 2
+    middle = numpy.partition(blocks, (low, high), axis=1)
+    medians = ((middle[:, low] + middle[:, high]) / 2).tolist()
     return medians + ([_median(values[whole:])] if whole < len(values) else [])
 
 
@@ -187,15 +192,16 @@ def _best_cut(logs: list[float], size: int, count: int) -> int | None:
 def rank_sum_p(before: list[float], after: list[float]) -> float:
     """One-sided p-value that ``after``'s values are not larger than ``before``'s (Mann-Whitney U,
     normal approximation with ties averaged; fine from a few dozen values on)."""
-    merged = sorted([(value, 0) for value in before] + [(value, 1) for value in after])
-    rank_sum_after, index = 0.0, 0
+    merged = sorted([*before, *after])
+    rank_of: dict[float, float] = {}  # each value's rank, ties given their average
+    index = 0
     while index < len(merged):
         end = index
-        while end + 1 < len(merged) and merged[end + 1][0] == merged[index][0]:
+        while end + 1 < len(merged) and merged[end + 1] == merged[index]:
             end += 1
-        average = (index + end) / 2 + 1
-        rank_sum_after += average * sum(1 for i in range(index, end + 1) if merged[i][1] == 1)
+        rank_of[merged[index]] = (index + end) / 2 + 1
         index = end + 1
+    rank_sum_after = sum(rank_of[value] for value in after)
     n1, n2 = len(before), len(after)
     u = rank_sum_after - n2 * (n2 + 1) / 2
     mean, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
