@@ -41,12 +41,21 @@ import time
 
 import npuprof_launch.inprocess.backends as backends
 from npuprof_launch.common import names, numbering, options, outcomes, record
-from npuprof_launch.common.record import State
+from npuprof_launch.common.record import State, StatusRecord
 from npuprof_launch.common.schedule import Schedule, Window
-from npuprof_launch.inprocess import coexist, cpuwait, endreason, hangwatch, memoryguard, requesttaking, steptiming
+from npuprof_launch.inprocess import (
+    coexist,
+    cpuwait,
+    endreason,
+    hangwatch,
+    memoryguard,
+    requesttaking,
+    sessionrecord,
+    steptiming,
+)
 from npuprof_launch.inprocess.aftercarejobs import AftercareJobs
 from npuprof_launch.inprocess.jobnumbering import JobNumbering
-from npuprof_launch.inprocess.sessionnotes import SessionNotes
+from npuprof_launch.inprocess.sessionnotes import Notes
 from npuprof_launch.inprocess.windowtimeout import IdleWindows
 
 #: Seconds between two writes of the record (and of the step times) while the job steps.
@@ -57,8 +66,12 @@ ITERATION_LABEL = "iteration"
 AFTERCARE_WAIT_S = 120.0
 
 
-class Session(SessionNotes, IdleWindows, JobNumbering):
-    """One process's (or stage's) profiling. Built by ``opensession.open_session``."""
+class Session:
+    """One process's (or stage's) profiling. Built by ``opensession.open_session``.
+
+    Its parts hold their own state: ``notes`` (what it said and kept), ``numbering`` (the job's
+    numbers of its steps), ``idle`` (a window whose process stops stepping); the clocks and
+    backends are handed the notes' methods under the session's names."""
 
     def __init__(
         self,
@@ -88,14 +101,20 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self.worker = names.worker_name(rank, environ=environ)
         self._lifecycle = lifecycle
         self._points = points
-        SessionNotes.__init__(self, say)
+        self.notes = Notes(say)
+        self.warnings, self.outcomes, self.errors = self.notes.warnings, self.notes.outcomes, self.notes.errors
+        self.profiler_messages = self.notes.profiler_messages
+        self.note_warning, self.note_outcome = self.notes.note_warning, self.notes.note_outcome
+        self.note_profiler = self.notes.note_profiler
         self.run_id = environ.get(names.RUN_ID_VAR, "")
         self._pid = os.getpid()
         self.started_ns = time.time_ns()
         record_name = f"{self.worker}_{stage}" if stage else self.worker
         self._status_path = names.status_path(output_dir, record_name, self.started_ns)
         #: The durations of the steps, appended at each checkpoint (steptiming.py).
-        self.step_times_file = steptiming.StepTimesFile(names.step_times_path(self._status_path), self._note_error_once)
+        self.step_times_file = steptiming.StepTimesFile(
+            names.step_times_path(self._status_path), self.notes.note_error_once
+        )
         #: Filled in by the clock that made the session.
         self.clock_name = ""
         self.target: str | None = None
@@ -121,6 +140,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
 
         self._windows = list(self.schedule.windows()) if not config.on_demand else []
         self._next = 0
+        self.numbering = JobNumbering(config, self.note_outcome)
         self.number_from(0, numbering.FRESH)
         #: Windows of the schedule that began in the old image of this process (``go_on_from``):
         #: that image recorded them, in its own record; this one does not plan them again.
@@ -128,7 +148,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self.window: Window | None = None
         self._stepped = 0
         self._label = None
-        self._thread = None
+        self._thread: threading.Thread | None = None
         #: backends.select's choice, made at the first window (a test may hand one in).
         self.backend = backend
         self.profiler: backends.Profiler | None = None
@@ -146,7 +166,9 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         self._aftercare = AftercareJobs(self._status_path, output_dir, self._stage_root, self.note_warning)
         #: This process's resident memory when the open window began (--max-window-mb).
         self._window_rss: int | None = None
-        IdleWindows.__init__(self, config.window_timeout, say)
+        self.idle = IdleWindows(
+            config.window_timeout, say, times=self.times, may_close=self._may_close_idle, close=self._close_idle
+        )
 
     # -- what the lifecycle and the clocks ask ------------------------------------------------
 
@@ -163,6 +185,21 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         """Whether windows come from requests only (--on-demand), rather than from the schedule
         (with --on-slowdown, from both)."""
         return self._watcher is not None and bool(self.config.on_demand)
+
+    @property
+    def step_offset(self) -> int:
+        return self.numbering.step_offset
+
+    @property
+    def numbered_by(self) -> str:
+        return self.numbering.numbered_by
+
+    def number_from(self, offset: int, source: str) -> None:
+        """The job numbers this process's step N as ``N + offset`` (jobnumbering.py); --from-step's
+        windows are placed by it, told before the first ``step_ended``."""
+        placed = self.numbering.number_from(offset, source, self.schedule.windows(), self.steps)
+        if placed is not None:
+            self._windows, self._next = placed
 
     def turn_off(self, reason: str, *, write: bool = True) -> None:
         self.state = State.OFF
@@ -201,7 +238,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             return
         if self.steps >= self.cpu_wait.at or self._due():  # and a block of each profiled step: lockstep.py
             self.cpu_wait.note(self.steps, self.times)
-        if self._closed_idle_at is not None:
+        if self.idle.closed_at is not None:
             self._stepped_after_timeout()
         if self.steps >= self._checkpoint_at or self.steps >= self._poll_at:
             self._checkpoint(now)
@@ -238,7 +275,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             self.call_at = float("inf")
             return
         upcoming = self._upcoming()
-        if self.window is not None or self._points.pending() or self._closed_idle_at is not None:
+        if self.window is not None or self._points.pending() or self.idle.closed_at is not None:
             due: float = self.steps + 1
         elif upcoming is not None:
             due = max(upcoming.first - 2, 1)  # one boundary early: to watch the job's ranges (safepoints.py)
@@ -359,7 +396,9 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             return False
         self._lifecycle.window_opened()
         self._open_label()
-        self._time_window(self._thread)
+        untimed = self.idle.time_window(self._thread)
+        if untimed:
+            self.note_warning(untimed)
         self.write_safely()
         return True
 
@@ -416,7 +455,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             kept = [result["first_step"], whole] if whole >= result["first_step"] else None
             self.note_outcome(outcomes.CUT_SHORT, whole, by=cause, kept=kept, **detail)
         profiler, self.window = self.profiler, None
-        self._timeout.stop()
+        self.idle.stop()
         self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
         self._label = held
         self._close_label()  # after the stop: a profiler that no longer runs records no range
@@ -465,6 +504,27 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         else:
             self.partial_traces += 1
 
+    def _may_close_idle(self) -> bool:
+        return threading.current_thread() is self._thread and self._points.may_stop_idle()
+
+    def _close_idle(self, idle_s: float) -> None:
+        """No step for ``idle_s`` seconds (--window-timeout): save the open window, cut short (the
+        timer checked that torch can take it here, on the window's thread)."""
+        self._points.run_pending_now()  # a save that waited for a safe point: it is complete
+        if self.window is None:
+            return
+        self.idle.closed_at = self.steps + self.step_offset  # in the job's numbering, as outcomes are
+        limit_s = self.config.window_timeout
+        with self._points.quiet():
+            self._close_window(complete=False, cause="window_timeout", limit_s=limit_s, idle_s=round(idle_s, 1))
+        self._after_act()  # the job's ranges no longer watched; the next step is told: the window stays over
+
+    def _stepped_after_timeout(self) -> None:
+        """The first step after --window-timeout closed a window: said and recorded, not reopened."""
+        closed, self.idle.closed_at = self.idle.closed_at, None
+        self.note_outcome(outcomes.STEPPED_AFTER_TIMEOUT, self.steps + self.step_offset, closed_at=closed)
+        self.write_safely()
+
     # -- failures -------------------------------------------------------------------------------
 
     def _guard(self, what: str, call) -> bool:
@@ -478,9 +538,9 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
     def _fail(self, what: str, exc: BaseException) -> None:
         message = f"{what} failed: {type(exc).__name__}: {exc}"
         self.errors.append(message)
-        self._say(f"{message}; the job goes on unprofiled")
+        self.notes.say(f"{message}; the job goes on unprofiled")
         self.state = State.FAILED
-        self._timeout.stop()
+        self.idle.stop()
         self._label = None
         profiler, self.profiler, self.window = self.profiler, None, None
         self._next = len(self._windows)
@@ -523,12 +583,12 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
             return
         if threading.current_thread() is not self._thread:
             self.note_outcome(outcomes.LOST_ON_THREAD, self.steps + self.step_offset, by=cause)
-            self._timeout.stop()
+            self.idle.stop()
             self.window = self.profiler = self._label = None
             self._lifecycle.slot.release(self)
             return
         with self._points.quiet():
-            self._close_window(complete=False, cause=cause, idle_s=self.idle_s())
+            self._close_window(complete=False, cause=cause, idle_s=self.idle.idle_s())
 
     def end(self, how: str) -> None:
         """The process ends (``how``: record.ENDED_*): close the window, write the record a last time."""
@@ -558,7 +618,7 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         """In a forked child: forget this session without touching its profiler, write nothing."""
         self.state = State.OFF
         self.window = self.profiler = self._label = None
-        self._timeout.after_fork()
+        self.idle.after_fork()
         self._pid, self.cpu_wait = -1, cpuwait.CpuWait()  # the child's thread counts from its own start
 
     # -- checkpoints and the record -----------------------------------------------------------
@@ -598,3 +658,16 @@ class Session(SessionNotes, IdleWindows, JobNumbering):
         if self.state == State.DONE:
             self.state = State.WAITING
         self.write_safely()
+
+    def to_record(self) -> StatusRecord:
+        return sessionrecord.to_record(self)
+
+    def write_safely(self) -> None:
+        """Write the status record, in the process that opened the session only (not in a forked
+        child); a full disk or a removed directory is one error, never the job's."""
+        if os.getpid() != self._pid:
+            return
+        try:
+            record.write(self._status_path, self.to_record())
+        except Exception as exc:  # noqa: BLE001
+            self.notes.note_error_once(f"could not write the status record {self._status_path}: {exc}")

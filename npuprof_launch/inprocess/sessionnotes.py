@@ -1,29 +1,25 @@
 """What a session says and keeps of what happened: its warnings, outcomes, errors and the profiler's
-own messages, each said once on the ``npuprof:`` voice and kept for the status record, and the
-writing of that record (its fields: sessionrecord.py).
+own messages, each said once on the ``npuprof:`` voice and kept for the status record.
 
-A part of Session (session.py) in a module of its own: the clocks, the backends and the parts
-beside the session call these to tell it something, and nothing here decides a step.
+A part of Session (session.py) with its own state: the clocks, the backends and the parts beside
+the session tell it something through these (the session hands its ``note_*`` methods out), and
+nothing here decides a step or reads the session. The session writes the record; these lists are
+some of its fields (sessionrecord.py).
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 
-from npuprof_launch.common import names, outcomes, record
-from npuprof_launch.common.record import StatusRecord
-from npuprof_launch.inprocess import sessionrecord
+from npuprof_launch.common import names, outcomes
 
 
-class SessionNotes:
-    """The notes of a session; Session inherits them, so its record and callers read them as before."""
+class Notes:
+    """A session's notes: each said once and kept, in the order they came."""
 
-    # Session's, which this part reads.
-    _pid: int
-    _status_path: str
-
-    def __init__(self, say) -> None:
-        self._say = say
+    def __init__(self, say: Callable[[str], None]) -> None:
+        #: The ``npuprof:`` voice (names.say, or a test's).
+        self.say = say
         self.warnings: list[str] = []
         #: What happened, as data (outcomes.py): the report decides on these, never on the sentences.
         self.outcomes: list[dict] = []
@@ -34,7 +30,7 @@ class SessionNotes:
     def note_warning(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
-            self._say(message)
+            self.say(message)
 
     def note_outcome(self, kind: str, step: int | None, **fields) -> None:
         """Record an outcome (outcomes.py) and say its sentence, once."""
@@ -48,24 +44,11 @@ class SessionNotes:
         counts = self.profiler_messages
         counts[kind] = counts.get(kind, 0) + 1
         if kind == "error":
-            self._note_error_once(names.PROFILER_ERROR + text)
+            self.note_error_once(names.PROFILER_ERROR + text)
         else:
             self.note_warning(f"the profiler logged a warning: {text}")
 
-    def _note_error_once(self, message: str) -> None:
+    def note_error_once(self, message: str) -> None:
         if message not in self.errors:
             self.errors.append(message)
-            self._say(message)
-
-    def to_record(self) -> StatusRecord:
-        return sessionrecord.to_record(self)
-
-    def write_safely(self) -> None:
-        """Write the status record, in the process that opened the session only (not in a forked
-        child); a full disk or a removed directory is one error, never the job's."""
-        if os.getpid() != self._pid:
-            return
-        try:
-            record.write(self._status_path, self.to_record())
-        except Exception as exc:  # noqa: BLE001
-            self._note_error_once(f"could not write the status record {self._status_path}: {exc}")
+            self.say(message)

@@ -40,14 +40,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from npuprof_launch.common import outcomes
-
 if TYPE_CHECKING:
     from types import FrameType
 
-    from npuprof_launch.common.options import Config
-    from npuprof_launch.common.schedule import Window
-    from npuprof_launch.inprocess.safepoints import SafePoints
 
 #: Seconds between two asks while the main thread cannot take the close (inside backward, ...).
 RETRY_S = 1.0
@@ -219,66 +214,46 @@ def _pending_call(run: Callable[[], None]) -> tuple:
 
 
 class IdleWindows:
-    """The session's side of a window whose process stops stepping: a part of Session (session.py),
-    as sessionnotes.SessionNotes is. It tells how long the process has not stepped (for the
-    record of a window the process's end cuts short) and saves the window when the timer asks."""
+    """How long a session's process has not stepped, and the timer that closes its window then: a
+    part of Session (session.py) with its own state, as sessionnotes.Notes is. The session tells it
+    when a window opens and ends; it reads the session's step times (the list the clocks append to)
+    and asks the session, through ``may_close`` and ``close``, to save the window when no step came
+    for --window-timeout."""
 
-    # Session's, which this part reads and calls.
-    config: Config
-    steps: int
-    step_offset: int
-    times: list[float]
-    window: Window | None
-    _points: SafePoints
-    _thread: threading.Thread | None
-    _close_window: Callable[..., None]
-    _after_act: Callable[[], None]
-    note_warning: Callable[[str], None]
-    note_outcome: Callable[..., None]
-    write_safely: Callable[[], None]
-
-    def __init__(self, seconds: float | None, say: Callable[[str], None]) -> None:
-        self._timeout = WindowTimeout(
-            seconds, last_step=self._last_step, may_close=self._may_close_idle, close=self.close_idle, say=say
-        )
+    def __init__(
+        self,
+        seconds: float | None,
+        say: Callable[[str], None],
+        *,
+        times: list[float],
+        may_close: Callable[[], bool],
+        close: Callable[[float], None],
+    ) -> None:
+        self._times = times
+        self._timeout = WindowTimeout(seconds, last_step=self._last_step, may_close=may_close, close=close, say=say)
         #: When the open window began (perf counter): a window no step has reached is idle since then.
         self._window_began = 0.0
-        #: The step at which --window-timeout closed a window, until the next step is told.
-        self._closed_idle_at: int | None = None
+        #: The step at which --window-timeout closed a window (the job's numbering), until the next step is told.
+        self.closed_at: int | None = None
 
-    def _time_window(self, thread: threading.Thread) -> None:
-        """A window opened on ``thread``: from now on, no step for the timeout closes it."""
+    def time_window(self, thread: threading.Thread) -> str | None:
+        """A window opened on ``thread``: from now on, no step for the timeout closes it. Returns
+        why it cannot be timed, where it cannot."""
         self._window_began = time.perf_counter()
-        untimed = self._timeout.start(thread)
-        if untimed:
-            self.note_warning(untimed)
+        return self._timeout.start(thread)
+
+    def stop(self) -> None:
+        """The window ended: no timer."""
+        self._timeout.stop()
+
+    def after_fork(self) -> None:
+        self._timeout.after_fork()
 
     def _last_step(self) -> float:
         """When the last step ended (perf counter), or the open window began if that is later."""
-        times = self.times
+        times = self._times
         return max(times[-1] if times else 0.0, self._window_began)
 
     def idle_s(self) -> float:
         """Seconds since the last step (or since the open window began)."""
         return round(time.perf_counter() - self._last_step(), 1)
-
-    def _may_close_idle(self) -> bool:
-        return threading.current_thread() is self._thread and self._points.may_stop_idle()
-
-    def close_idle(self, idle_s: float) -> None:
-        """No step for ``idle_s`` seconds: save the open window, cut short (the timer checked that
-        torch can take it here, on the window's thread)."""
-        self._points.run_pending_now()  # a save that waited for a safe point: it is complete
-        if self.window is None:
-            return
-        self._closed_idle_at = self.steps + self.step_offset  # in the job's numbering, as outcomes are
-        limit_s = self.config.window_timeout
-        with self._points.quiet():
-            self._close_window(complete=False, cause="window_timeout", limit_s=limit_s, idle_s=round(idle_s, 1))
-        self._after_act()  # the job's ranges no longer watched; the next step is told: the window stays over
-
-    def _stepped_after_timeout(self) -> None:
-        """The first step after --window-timeout closed a window: said and recorded, not reopened."""
-        closed, self._closed_idle_at = self._closed_idle_at, None
-        self.note_outcome(outcomes.STEPPED_AFTER_TIMEOUT, self.steps + self.step_offset, closed_at=closed)
-        self.write_safely()

@@ -1,7 +1,7 @@
 """The package's floors hold: the shared floor (common) imports neither wing, and the two wings,
 the in-process one and the launcher's, stand side by side on it, neither importing the other (the
 launcher starts the tool's own processes, an aftercare or an offline parse, by module name); no
-module grows past 600 lines without a look. Read from
+module grows past 600 lines without a look (LOOKED_AT). Read from
 the sources with ast, so a lazy import inside a function counts as much as one at the top."""
 
 from __future__ import annotations
@@ -11,6 +11,15 @@ import os
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "npuprof_launch")
 MOST_LINES = 600
+#: Modules past MOST_LINES that were looked at and are one job: the ceiling each may grow to, and why
+#: it stays whole. The count is a signal to look, never a target to trim to.
+LOOKED_AT = {
+    "inprocess/session.py": (
+        700,
+        "the per-step state machine of one process and its window's profiler (start, step, stop, "
+        "fail) in one place; what decides nothing at a step is in parts beside it (2026-12-05)",
+    ),
+}
 #: Each floor and the parts of the package it must never import.
 APART = {"common": ("inprocess", "launcher"), "inprocess": ("launcher",), "launcher": ("inprocess",)}
 
@@ -35,14 +44,15 @@ def imported(path: str) -> set[str]:
     return names
 
 
-def test_no_module_is_longer_than_600_lines():
+def test_no_module_is_longer_than_600_lines_unless_looked_at():
     long = {}
     for path in modules():
         with open(path) as handle:
             lines = sum(1 for _ in handle)
-        if lines > MOST_LINES:
-            long[os.path.relpath(path, PACKAGE)] = lines
-    assert not long, f"split these (at most {MOST_LINES} lines a module): {long}"
+        name = os.path.relpath(path, PACKAGE)
+        if lines > LOOKED_AT.get(name, (MOST_LINES,))[0]:
+            long[name] = lines
+    assert not long, f"look at these (past {MOST_LINES} lines: split by job, or say in LOOKED_AT why not): {long}"
 
 
 def test_no_import_runs_back_up_a_floor_or_across_the_wings():
