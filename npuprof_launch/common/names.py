@@ -45,6 +45,8 @@ RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
 STATUS_DIR = "npuprof_status"
 #: Subdirectory that carries on-demand requests to the job.
 REQUESTS_DIR = "npuprof_requests"
+#: Where the report lays out one window for msprof-analyze (launcher/handoff.py): links, never traces of their own.
+HANDOFF_DIR = "msprof_handoff"
 #: One line per process that loaded the hook, and one per process that imported torch and never stepped.
 PROCESS_LOG = "processes.jsonl"
 #: Suffix of a torch.profiler Chrome trace written by the torch backend (and once compressed).

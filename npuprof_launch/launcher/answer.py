@@ -84,6 +84,11 @@ KINDS: dict[str, Kind] = {
         Kind("window_moved_on", NOTE, "a window cut by os.exec before any step, recorded by the new image"),
         Kind("ended_without_handlers", NOTE, "a process ended without its exit handlers; its counts are its last"),
         Kind("traces_summarized", NOTE, "the traces were too large to read again: their summaries were used"),
+        Kind(
+            "handoff_differs",
+            NOTE,
+            "msprof-analyze on the whole output directory would read other sessions than the window handed off",
+        ),
         # Problems: the profile is not complete.
         Kind("window_incomplete", PROBLEM, "a process completed fewer windows than planned, and why"),
         Kind("not_profiled", PROBLEM, "a process meant to profile declined to, and why"),
@@ -182,6 +187,19 @@ def schema() -> dict[str, Any]:
             "notes": items_of(NOTE),
             "job": {"type": "object"},
             "processes": {"type": "array", "items": {"type": "object"}},
+            "handoff": {
+                "description": "the NPU window laid out for msprof-analyze (handoff.py), or null",
+                "type": ["object", "null"],
+                "required": ["stage", "steps", "path", "command", "sessions", "left_out", "export_types"],
+                "properties": {
+                    "steps": {"type": "array", "items": {"type": "integer"}},
+                    "path": {"type": "string"},
+                    "command": {"type": "string"},
+                    "sessions": {"type": "array", "items": {"type": "object", "required": ["rank", "session"]}},
+                    "left_out": {"type": "array", "items": {"type": "string"}},
+                    "export_types": {"type": "array", "items": {"enum": ["text", "db"]}},
+                },
+            },
         },
         "$defs": {
             "item": item_schema,

@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
         usage="npuprof-run [OPTIONS] -- COMMAND [ARG ...]\n"
         "       npuprof-run --print-env [OPTIONS]\n"
-        "       npuprof-run --check DIR [--json] [--verbose] [--explain] [--deep] [--run ID]\n"
+        "       npuprof-run --check DIR [--json] [--verbose] [--explain] [--deep] [--run ID] [--window N]\n"
         "       npuprof-run --analyse DIR [--export-type T]\n"
         "       npuprof-run --trigger DIR [--active N] [--warmup N] [--wait N] [--ranks LIST] [--align N] "
         "[--timeout S]",
@@ -132,6 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         default=None,
         help="with --check: report run ID of DIR (by default the latest; the report lists the others)",
+    )
+    modes.add_argument(
+        "--window",
+        metavar="N",
+        type=int,
+        default=None,
+        help="with --check: the run's NPU window laid out for msprof-analyze, the Nth in step order (by "
+        "default the first complete one; docs/output.md)",
     )
     modes.add_argument(
         "--trigger",
@@ -230,6 +238,8 @@ def check_mode_arguments(namespace: argparse.Namespace, command: list[str]) -> s
         raise UsageError("--deep goes with --check DIR: npuprof-run --check DIR --deep")
     if namespace.run is not None and mode != "--check":
         raise UsageError("--run goes with --check DIR: npuprof-run --check DIR --run ID")
+    if namespace.window is not None and (mode != "--check" or namespace.window < 1):
+        raise UsageError("--window goes with --check DIR, a window's number from 1: npuprof-run --check DIR --window N")
     if namespace.timeout is not None and mode != "--trigger":
         raise UsageError("--timeout goes with --trigger DIR")
     if namespace.align is not None and mode != "--trigger":

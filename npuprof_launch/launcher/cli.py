@@ -60,6 +60,7 @@ def _main(argv: list[str] | None) -> int:
                 namespace.deep,
                 namespace.run,
                 explain=bool(namespace.explain),
+                window=namespace.window,
             )
         if mode == "--trigger":
             timeout = TRIGGER_TIMEOUT if namespace.timeout is None else namespace.timeout
@@ -223,8 +224,10 @@ def check(
     deep: bool | None = None,
     run_id: str | None = None,
     explain: bool = False,
+    window: int | None = None,
 ) -> int:
-    """``--check DIR``: the report of DIR's latest run, or of ``run_id``; exit 0 only when it passed."""
+    """``--check DIR``: the report of DIR's latest run, or of ``run_id``; exit 0 only when it passed.
+    ``window``: the NPU window handed to msprof-analyze (handoff.py)."""
     import json
 
     if not os.path.isdir(directory):
@@ -243,7 +246,13 @@ def check(
             there = ", ".join(repr(item) for item in found) or "none"
             names.say(f"--run {run_id!r}: no such run in {directory} (its runs: {there})")
             return USAGE_ERROR
-    result = report.build(directory, run_id, deep=deep)
+    result = report.build(directory, run_id, deep=deep, window=window)
+    if window is not None and result.get("handoff") is None:
+        from npuprof_launch.launcher import handoff
+
+        held = len(handoff.windows(result["processes"]))
+        names.say(f"--window {window}: the run has {held} NPU window(s) to hand to msprof-analyze")
+        return USAGE_ERROR
     result["html"] = write_html(result)
     if as_json:
         print(json.dumps(result, indent=1))

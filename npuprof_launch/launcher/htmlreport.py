@@ -60,7 +60,7 @@ def render(report: dict) -> str:
         htmlsections.spike_table(job),
         htmlsections.next_commands(job),
         htmlsections.process_table(processes, report, job),
-        htmlsections.how_to_open(processes, out, report.get("raw_kept")),
+        htmlsections.how_to_open(processes, out, report.get("raw_kept"), report.get("handoff")),
         f"<footer>Written by npuprof-run from {esc(out)}. Standard library only; no network: "
         f"the page loads nothing.</footer>\n</main>\n<script>{script}</script>\n</body>\n</html>\n",
     ]

@@ -22,7 +22,7 @@ import shlex
 import urllib.parse
 
 from npuprof_launch.common import names, stepstats
-from npuprof_launch.launcher import answer, jobview, runs, wording
+from npuprof_launch.launcher import answer, handoff, jobview, runs, wording
 from npuprof_launch.launcher.htmlgrid import median_s, process_label, process_windows
 from npuprof_launch.launcher.htmltext import esc, ms_text
 
@@ -277,7 +277,7 @@ def _link(path: str, out: str) -> str:
     return f'<a href="{esc(href)}" title="{esc(rel)}">{esc(os.path.basename(rel.rstrip("/")))}</a>{kind}'
 
 
-def how_to_open(processes: list[dict], out: str, raw: dict | None = None) -> str:
+def how_to_open(processes: list[dict], out: str, raw: dict | None = None, handed: dict | None = None) -> str:
     """How to open the traces that this run left (torch, NPU), and the same report as text;
     ``raw``: the report's ``raw_kept`` (NPU sessions to parse first)."""
     backends = {p.get("backend") for p in processes if p.get("traces")}
@@ -296,9 +296,10 @@ def how_to_open(processes: list[dict], out: str, raw: dict | None = None) -> str
             f"asked; to open {which}, parse first: <code>{esc(raw['command'])}</code>.</li>"
         )
     if "npu" in backends:
+        which = f", steps {handed['steps'][0]}-{handed['steps'][1]}, one session a rank" if handed else ""
         items.append(
             "<li><b>NPU data</b> (a <code>*_ascend_pt</code> directory): MindStudio Insight, <b>File &gt; Open</b>, "
-            f"the directory. All ranks: <code>msprof-analyze cluster -d {esc(out)}</code>.</li>"
+            f"the directory. All ranks{which}: <code>{esc(handoff.command_line(handed, out))}</code>.</li>"
         )
     items.append(
         f"<li>The same report as text: <code>npuprof-run --check {esc(shlex.quote(out))}</code> "

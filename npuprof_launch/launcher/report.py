@@ -19,7 +19,18 @@ from typing import Any
 
 from npuprof_launch.common import deliverables, names, options, outcomes, processlog
 from npuprof_launch.common.record import ENDED_EXEC, ReadRecord, alive_here, attempt_of, process_count, read_dir
-from npuprof_launch.launcher import answer, jobview, launch, reasons, runs, slowdowns, stallview, windowfiles, wording
+from npuprof_launch.launcher import (
+    answer,
+    handoff,
+    jobview,
+    launch,
+    reasons,
+    runs,
+    slowdowns,
+    stallview,
+    windowfiles,
+    wording,
+)
 from npuprof_launch.launcher.progress import Progress
 
 TOP_OPERATORS = 5
@@ -29,13 +40,20 @@ DEEP_BYTES = 512 * 2**20
 DEEP_RATE = 40 * 2**20
 
 
-def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, run: dict | None = None) -> dict:
+def build(
+    output_dir: str,
+    run_id: str | None = None,
+    deep: bool | None = None,
+    run: dict | None = None,
+    window: int | None = None,
+) -> dict:
     """The report of one run under ``output_dir``: ``run_id``'s, else the latest (runs.py); the
     other runs there are listed, never merged in.
 
     ``deep``: read every trace again (True), use the windows' own summaries (False), or the first
     when the traces are small (None: up to DEEP_BYTES on disk). ``run``: the launcher's record of
-    the run, where it has it in hand (it may not have been written).
+    the run, where it has it in hand (it may not have been written). ``window``: the NPU window
+    handed to msprof-analyze (handoff.py; by default the first complete one).
     """
     output_dir = os.path.abspath(output_dir)
     accounts = launch.read_runs(output_dir)
@@ -144,6 +162,8 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         )
         findings.append(answer.item("traces_summarized", text, trace_bytes=weight))
     findings.extend(jobview.notes(job))
+    made, differs = _handoff(output_dir, reported, processes, window)
+    findings.extend(differs)
     return {
         "schema_version": answer.SCHEMA_VERSION,
         "passed": not problems and bool(processes),
@@ -154,6 +174,7 @@ def build(output_dir: str, run_id: str | None = None, deep: bool | None = None, 
         "notes": answer.of_severity(findings, answer.NOTE),
         "job": job,
         "processes": processes,
+        "handoff": made,
         "replaced": [_label(r) for r in replaced],
         "idle_processes": sum(1 for line in idle if not line.get("stepped") and id(line) not in told),
         # torchrun's agent and the like: they import torch to start the workers, never to step.
@@ -203,6 +224,18 @@ def _moved_on(record: ReadRecord, records: list[ReadRecord], notes: list[dict]) 
     kept["traces"] = [rel for rel in record.get("traces") or () if rel not in gone]
     kept["windows_planned"] = max(0, (record.get("windows_planned") or 0) - len(empty))
     return kept
+
+
+def _handoff(
+    output_dir: str, run_id: str | None, processes: list[dict], window: int | None
+) -> tuple[dict | None, list]:
+    """msprof-analyze's directory for one NPU window (handoff.py): a failure to lay it out is one
+    line, never the report's."""
+    try:
+        return handoff.build(output_dir, run_id or "", processes, window)
+    except OSError as exc:
+        names.say(f"could not lay out the directory for msprof-analyze: {exc}")
+        return None, []
 
 
 def _label(record: ReadRecord) -> str:

@@ -185,7 +185,7 @@ def untracked_traces(output_dir: str, records: list[ReadRecord]) -> list[str]:
             plain = rel[:-3] if rel.endswith(".gz") else rel
             known.update((os.path.normpath(plain), os.path.normpath(plain + ".gz")))
     found = []
-    skipped = {names.STATUS_DIR, names.REQUESTS_DIR}
+    skipped = {names.STATUS_DIR, names.REQUESTS_DIR, names.HANDOFF_DIR}  # the hand-off: links to known sessions
     for folder, dirs, files in os.walk(output_dir):
         dirs[:] = sorted(d for d in dirs if d not in skipped)
         for name in sorted(dirs):

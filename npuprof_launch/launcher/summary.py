@@ -13,7 +13,7 @@ from __future__ import annotations
 import textwrap
 
 from npuprof_launch.common import findings, names, numbering
-from npuprof_launch.launcher import answer, runs, wording
+from npuprof_launch.launcher import answer, handoff, runs, wording
 
 #: Rows shown before "... and N more".
 ROWS_SHOWN = 8
@@ -29,7 +29,7 @@ TOLD_APART = {
 }
 
 OPEN_TORCH = "open a trace: https://ui.perfetto.dev, Open trace file; all ranks at once: docs/output.md"
-OPEN_NPU = "open NPU data: MindStudio Insight (*_ascend_pt); all ranks: msprof-analyze cluster -d {out}"
+OPEN_NPU = "open NPU data: MindStudio Insight (*_ascend_pt); all ranks: {command}"
 STEP_MS = "step ms: the median time between step boundaries, the steps the tool worked in left out"
 
 
@@ -64,7 +64,7 @@ def format_table(report: dict, verbose: bool = False, explain: bool = False, wid
             lines.append(f"{say} {heading}:")
             lines.extend(_bullet(one["text"]) for one in items)
     notes = report.get("notes") or []
-    folds = {*TOLD_APART, "no_rank_stands_out"}
+    folds = {*TOLD_APART, "no_rank_stands_out", "handoff_differs"}  # the last: the command given is the right one
     folded = [one for one in notes if one["kind"] in folds]
     whole = [one for one in notes if one["kind"] not in folds]
     apart = told_apart(folded)
@@ -108,7 +108,7 @@ def format_table(report: dict, verbose: bool = False, explain: bool = False, wid
                 )
             )
         if "npu" in backends:
-            lines.append(f"{say} {OPEN_NPU.format(out=out)}")
+            lines.append(f"{say} {OPEN_NPU.format(command=handoff.command_line(report.get('handoff'), out))}")
     return "\n".join(lines)
 
 

@@ -142,5 +142,5 @@ def test_a_row_s_operators_fit_the_width_with_long_names():
 
 
 def test_the_lines_that_say_how_to_open_the_output_fit_the_width():
-    for line in (summary.OPEN_TORCH, summary.OPEN_NPU.format(out="")):
+    for line in (summary.OPEN_TORCH, summary.OPEN_NPU.format(command="msprof-analyze cluster -d ")):  # the path aside
         assert len(f"{summary.names.VOICE} {line}") <= summary.WIDTH, line
