@@ -78,7 +78,8 @@ class StatusRecord(TypedDict):
     #: result file), aftercare_pid (its process, which outlives a killed job's) and aftercare_steps
     #: ([first, last] steps it ran beside; last None while it runs); profiler_steps_from, the
     #: ProfilerStep# number of the window's first traced step (the job's number of that step, or
-    #: 0 where the profiler had no counter to set: torch_npu before 2.6.0).
+    #: 0 where the profiler had no counter to set: torch_npu before 2.6.0); start_s, the seconds the
+    #: profiler's start took (its first start in a process loads its libraries).
     windows: list[dict]
     schedule_steps: int
     windows_planned: int

@@ -392,8 +392,10 @@ class Session:
             self.results[-1]["reason"] = reason
         self._window_rss = memoryguard.rss_bytes() if self.config.max_window_mb else None
         coexist.claim(self.profiler, self._yield_to_job_profiler)
+        started = time.perf_counter()
         if not self._guard("start", self.profiler.start):
             return False
+        self.results[-1]["start_s"] = round(time.perf_counter() - started, 3)  # a cost the user meets: told past 1 s
         self._lifecycle.window_opened()
         self._open_label()
         untimed = self.idle.time_window(self._thread)
@@ -413,9 +415,13 @@ class Session:
     def _profiler_step(self) -> None:
         self._close_label()
         self._stepped += 1
-        assert self.profiler is not None  # a window is open (_act steps only then)
+        assert self.profiler is not None and self.window is not None  # a window is open (_act steps only then)
+        starting = self.window.first + self._stepped <= self.window.first_recorded  # its recording begins here
+        started = time.perf_counter()
         if not self._guard("step", self.profiler.step):
             return
+        if starting:  # torch.profiler starts its tracer at the step that begins recording: its start too
+            self.results[-1]["start_s"] = round(self.results[-1]["start_s"] + time.perf_counter() - started, 3)
         if self.window is not None and self.steps + 1 <= self.window.last:
             self._open_label()
 

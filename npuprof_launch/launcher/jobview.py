@@ -33,6 +33,9 @@ COMPARED_STEPS = 1024
 SLOW_RANKS_TESTED = 3
 #: The tool's own steps are told from this many processes' step times.
 TOOL_STEPS_READ = 64
+#: A window whose profiler took this long to start has its start told (the user waits for it: a
+#: first torch.profiler start in a process loads Kineto, 1.3-3.2 s seen with --target).
+PROFILER_START_TOLD_S = 1.0
 #: Where summarize() keeps its notes (items) until report.build takes them out (notes()).
 NOTES = "_notes"
 
@@ -355,6 +358,18 @@ def _spike_group(stage: dict, step: int, items: list[dict]) -> dict:
     }
 
 
+def _slow_starts(processes: list[dict]) -> list[dict]:
+    """The windows whose profiler took PROFILER_START_TOLD_S or more to start, longest first (the
+    record's ``start_s``; none in a record written before it was kept)."""
+    slow = [
+        {"rank": process.get("rank"), "first_step": window.get("first_step"), "start_s": window["start_s"]}
+        for process in processes
+        for window in process.get("windows") or ()
+        if (window.get("start_s") or 0) >= PROFILER_START_TOLD_S
+    ]
+    return sorted(slow, key=lambda one: -one["start_s"])
+
+
 def _tool_steps(
     timed: list[dict], series: dict, step_time: dict | None, undecidable: list[dict], theirs: Sequence[tuple] = ()
 ) -> dict | None:
@@ -394,7 +409,22 @@ def _tool_steps(
             "left out of the findings, since the profiler works in them (a cost the job's steps do not have)"
         )
         range_s = [low, high] if low is not None else None
-        notes.append(answer.item("tool_steps", line, steps=answer.steps_of(recorded), step_s=range_s, median_s=median))
+        slow = _slow_starts(timed)
+        if slow:
+            line += (
+                f"; the profiler's own start took up to {slow[0]['start_s']:.1f} s in "
+                f"{wording.count(len(slow), 'window')} (the first start in a process loads its libraries)"
+            )
+        notes.append(
+            answer.item(
+                "tool_steps",
+                line,
+                steps=answer.steps_of(recorded),
+                step_s=range_s,
+                median_s=median,
+                profiler_starts=slow[:SPIKES_SHOWN],
+            )
+        )
     if beside:
         line = f"steps {_spans_text(beside)} ran beside the tool's compression and summary of a window (its aftercare)"
         if undecidable:

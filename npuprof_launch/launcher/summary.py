@@ -125,7 +125,15 @@ def told_apart(notes: list[dict]) -> str | None:
             counted |= steps
     if not counted:
         return None
-    return "steps told apart: " + ", ".join(f"{n} {TOLD_APART[kind]}" for kind, n in counts.items()) + " (--explain)"
+    told = {kind: f"{n} {TOLD_APART[kind]}" for kind, n in counts.items()}
+    line = "steps told apart: " + ", ".join(told.values()) + " (--explain)"
+    tools = answer.of_kind(notes, "tool_steps")
+    starts = [one for note in tools for one in note["evidence"].get("profiler_starts") or ()]
+    if starts and "tool_steps" in told:  # a cost the user meets, where the line has room for it
+        told["tool_steps"] += f" (its start: up to {max(one['start_s'] for one in starts):.1f} s)"
+        longer = "steps told apart: " + ", ".join(told.values()) + " (--explain)"
+        line = longer if len(longer) + 2 <= WIDTH else line
+    return line
 
 
 def _note_text(note: dict) -> str:

@@ -144,3 +144,21 @@ def test_a_row_s_operators_fit_the_width_with_long_names():
 def test_the_lines_that_say_how_to_open_the_output_fit_the_width():
     for line in (summary.OPEN_TORCH, summary.OPEN_NPU.format(command="msprof-analyze cluster -d ")):  # the path aside
         assert len(f"{summary.names.VOICE} {line}") <= summary.WIDTH, line
+
+
+def test_a_profiler_start_is_told_past_a_second_and_only_where_the_line_has_room():
+    from npuprof_launch.launcher import jobview
+
+    windows = [{"first_step": 3, "start_s": 0.9}, {"first_step": 9, "start_s": 2.46}, {"first_step": 15}]
+    assert jobview._slow_starts([{"rank": 1, "windows": windows}]) == [{"rank": 1, "first_step": 9, "start_s": 2.46}]
+    note = answer.item("tool_steps", "steps 3-5", steps=[3, 4, 5], profiler_starts=[{"start_s": 2.46}])
+    assert summary.told_apart([note]) == "steps told apart: 3 profiler (its start: up to 2.5 s) (--explain)"
+    quiet = answer.item("tool_steps", "steps 3-5", steps=[3, 4, 5], profiler_starts=[])
+    assert summary.told_apart([quiet]) == "steps told apart: 3 profiler (--explain)"
+    crowded = [
+        note,
+        answer.item("aftercare_steps", "", steps=range(10, 10009)),
+        answer.item("record_steps", "", steps=range(20000, 29999)),
+        answer.item("cpu_wait", "", steps=range(40000, 49999)),
+    ]
+    assert "(its start" not in summary.told_apart(crowded) and len(summary.told_apart(crowded)) + 2 <= summary.WIDTH

@@ -14,6 +14,8 @@ PRIVATEUSE1 = "TORCH_NPU_STANDIN_PRIVATEUSE1"
 ERROR = "TORCH_NPU_STANDIN_ERROR"
 #: Seconds each parse takes (default 0): an async parse then ends visibly after its handler returned.
 PARSE_S = "TORCH_NPU_STANDIN_PARSE_S"
+#: Seconds each profiler start takes (default 0): the real one's first start loads its libraries.
+START_S = "TORCH_NPU_STANDIN_START_S"
 #: Megabytes of raw data each window writes (default: a few hundred bytes).
 RAW_MB = "TORCH_NPU_STANDIN_RAW_MB"
 

@@ -225,6 +225,7 @@ class profile:
     def start(self) -> None:
         self.stopped = False
         _recorder.record("start", step_num=self.step_num, action=self.current_action)
+        time.sleep(_switches.number(_switches.START_S))
         if not self.on_trace_ready:
             ProfPathCreator().init(export_only_mode=True)
         self._transit(NONE, self.current_action)
