@@ -219,7 +219,7 @@ def of_processes(processes: list[dict], output_dir: str) -> tuple[list[dict], li
     was told "a slowdown from step 45", 1.2x)."""
     import os
 
-    from npuprof_launch.common import stepstats, steptimes
+    from npuprof_launch.common import steptimes
 
     by_stage: dict[object, list[dict]] = {}
     timed: dict[object, int] = {}
@@ -232,23 +232,36 @@ def of_processes(processes: list[dict], output_dir: str) -> tuple[list[dict], li
             continue
         stage = process.get("stage")
         timed[stage] = timed.get(stage, 0) + 1
-        tools = stepstats.ToolSteps(process.get("windows"), len(durations) + 1)
-        found = find(durations, tools, warmup=stepstats.WARMUP_STEPS)
+        found = judged(durations, process.get("windows"), process.get("cpu_wait"))
         if found:
-            item = {**found, "rank": process.get("rank")}
-            waits = cpu_waits(durations, process.get("cpu_wait"))
-            if waits is not None:
-                less = [max(d - w, 1e-6) for d, w in zip(durations, waits)]
-                if find(less, tools, warmup=stepstats.WARMUP_STEPS) is None:
-                    after, before = waits[found["step"] - 2 :], waits[: found["step"] - 2]
-                    item["cpu_wait_s"] = sum(after) / max(len(after), 1) - sum(before) / max(len(before), 1)
-            by_stage.setdefault(stage, []).append(item)
+            by_stage.setdefault(stage, []).append({**found, "rank": process.get("rank")})
     result: list[dict] = []
     waited: list[dict] = []
     for stage, items in by_stage.items():
         for item in group(items, timed[stage]):
             (waited if "cpu_wait_s" in item else result).append({**({"stage": stage} if stage else {}), **item})
     return result, waited
+
+
+def judged(durations: Sequence[float], windows: list[dict] | None, cpu_wait: dict | None) -> dict | None:
+    """One process's slowdown (find()'s fields), with ``cpu_wait_s`` where its own wait for a CPU
+    explains it (a slowdown with the wait, none without it); None when there is none. The one
+    judge of a process's slowdown: the end's answer and --on-slowdown's live trigger both ask it,
+    so that a window is never asked for a slowdown the answer then rejects (tried: a healthy rank
+    at 1.23x beside a busy machine got one of three windows)."""
+    from npuprof_launch.common import stepstats
+
+    tools = stepstats.ToolSteps(windows, len(durations) + 1)
+    found = find(durations, tools, warmup=stepstats.WARMUP_STEPS)
+    if not found:
+        return None
+    waits = cpu_waits(durations, cpu_wait)
+    if waits is not None:
+        less = [max(d - w, 1e-6) for d, w in zip(durations, waits)]
+        if find(less, tools, warmup=stepstats.WARMUP_STEPS) is None:
+            after, before = waits[found["step"] - 2 :], waits[: found["step"] - 2]
+            found["cpu_wait_s"] = sum(after) / max(len(after), 1) - sum(before) / max(len(before), 1)
+    return found
 
 
 def cpu_waits(durations: Sequence[float], cpu_wait: dict | None) -> list[float] | None:
@@ -427,9 +440,9 @@ class Trigger:
             durations = steptimes.read(path)
             if len(durations):
                 recent[rec["step_times"]] = stepstats.quantile(sorted(durations[-RECENT_STEPS:]), 0.5)
-            slow = find(durations, stepstats.ToolSteps(rec.get("windows"), len(durations) + 1), stepstats.WARMUP_STEPS)
-            if slow and slow["step"] > self._asked_after and slow["to_end"]:
-                found.append({**slow, "rank": rec.get("rank")})
+            slow = judged(durations, rec.get("windows"), rec.get("cpu_wait"))
+            if slow and "cpu_wait_s" not in slow and slow["step"] > self._asked_after and slow["to_end"]:
+                found.append({**slow, "rank": rec.get("rank")})  # its own wait for a CPU explains none of it
         if not found:
             return None
         (slowdown,) = group(found, len(running))[:1]
