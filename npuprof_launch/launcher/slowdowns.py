@@ -234,13 +234,44 @@ def of_processes(processes: list[dict], output_dir: str) -> tuple[list[dict], li
         timed[stage] = timed.get(stage, 0) + 1
         found = judged(durations, process.get("windows"), process.get("cpu_wait"))
         if found:
-            by_stage.setdefault(stage, []).append({**found, "rank": process.get("rank")})
+            by_stage.setdefault(stage, []).append(
+                {**found, "rank": process.get("rank"), "lockstep": _in_lockstep(process)}
+            )
     result: list[dict] = []
     waited: list[dict] = []
     for stage, items in by_stage.items():
-        for item in group(items, timed[stage]):
-            (waited if "cpu_wait_s" in item else result).append({**({"stage": stage} if stage else {}), **item})
+        explained = [item for item in items if "cpu_wait_s" in item or _waited_for(item, items)]
+        for item in group(explained, timed[stage]):
+            waited.append({**({"stage": stage} if stage else {}), **item})
+        for item in group([one for one in items if one not in explained], timed[stage]):
+            result.append({**({"stage": stage} if stage else {}), **item})
     return result, waited
+
+
+def _in_lockstep(process: dict) -> bool:
+    """Whether a rank's window spent a lockstep share of its time in collectives (lockstep.py): its
+    steps then take as long as the slowest rank's, a wait for a CPU included."""
+    from npuprof_launch.launcher import lockstep
+
+    collective, window = process.get("collective_s"), process.get("window_s")
+    return bool(collective and window and collective / window >= lockstep.COLLECTIVE_SHARE)
+
+
+def _waited_for(item: dict, items: list[dict]) -> bool:
+    """A rank's slowdown that another rank's wait for a CPU explains: both in lockstep, at about one
+    step, that wait covering half its excess at least. Never across ranks that are not in lockstep:
+    one rank's wait says nothing of another's steps (tried: two independent ranks, rank 0 slowed
+    from 106 to 246 ms at step 40, merged with rank 1's CPU wait and told as the machine's)."""
+    if "cpu_wait_s" in item or not item.get("lockstep"):
+        return False
+    excess = item["after_s"] - item["before_s"]
+    return any(
+        "cpu_wait_s" in other
+        and other.get("lockstep")
+        and abs(other["step"] - item["step"]) <= max(GROUP_STEPS, item["block"], other["block"])
+        and other["cpu_wait_s"] >= excess / 2
+        for other in items
+    )
 
 
 def judged(durations: Sequence[float], windows: list[dict] | None, cpu_wait: dict | None) -> dict | None:
