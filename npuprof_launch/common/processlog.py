@@ -16,6 +16,9 @@ from npuprof_launch.common import names
 
 LOADED = "loaded"
 IDLE = "idle"
+#: What an idle line's ``worker`` says of a child of Python's multiprocessing.
+DATA_LOADER = "data_loader"
+MULTIPROCESSING = "multiprocessing"
 #: Written by sitecustomize.py itself (it cannot import this module): an interpreter that found the
 #: hook but has no npuprof_launch installed.
 NO_PACKAGE = "no_package"
@@ -101,8 +104,14 @@ def log_idle(environ, declared: list[dict], stepped: bool) -> None:
 
     from npuprof_launch.common import files
 
+    worker = None
     if multiprocessing.parent_process() is not None:
-        return  # data-loader and compile workers: many, and never meant to step
+        # A child of Python's multiprocessing (mp.spawn's ranks and RPC agents, a spawned data
+        # loader's workers; a forked child leaves through os._exit, without this): counted apart,
+        # as a worker, never as a process meant to step, and its declared functions are the parent's.
+        data = sys.modules.get("torch.utils.data")
+        worker = DATA_LOADER if getattr(data, "get_worker_info", lambda: None)() is not None else MULTIPROCESSING
+        declared = []
     path = names.process_log(names.output_dir(environ))
     if not os.path.isdir(os.path.dirname(path)):
         return
@@ -117,6 +126,8 @@ def log_idle(environ, declared: list[dict], stepped: bool) -> None:
         "declared": declared,
         "frameworks": [name for name in FRAMEWORK_STEPS if name in sys.modules],
     }
+    if worker:
+        line["worker"] = worker
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     launcher = launcher_name(sys.argv, getattr(spec, "name", None))
     if launcher:

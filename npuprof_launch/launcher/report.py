@@ -98,6 +98,8 @@ def build(
     for text in _excluded_problems(excluded, processes):
         problems.append((None, answer.item("ranks_matched_nothing", text)))
     idle = [line for line in log if line.get("event") == processlog.IDLE and not line.get("launcher")]
+    workers = [line for line in idle if line.get("worker")]  # multiprocessing's children: never meant to step
+    idle = [line for line in idle if not line.get("worker")]
     launchers = [line for line in log if line.get("event") == processlog.IDLE and line.get("launcher")]
     declared, told = _declared_problems(records, idle, run)
     problems.extend((None, one) for one in declared)
@@ -179,6 +181,8 @@ def build(
         "idle_processes": sum(1 for line in idle if not line.get("stepped") and id(line) not in told),
         # torchrun's agent and the like: they import torch to start the workers, never to step.
         "launcher_processes": len(launchers),
+        # mp.spawn's workers that served (RPC agents), spawned data loaders' workers: by kind.
+        "idle_workers": {kind: sum(1 for line in workers if line["worker"] == kind) for kind in _kinds(workers)},
         "left_out": _left_out(excluded),
         "run": run,
         "run_id": reported,
@@ -236,6 +240,10 @@ def _handoff(
     except OSError as exc:
         names.say(f"could not lay out the directory for msprof-analyze: {exc}")
         return None, []
+
+
+def _kinds(workers: list[dict]) -> list[str]:
+    return sorted({str(line["worker"]) for line in workers})
 
 
 def _label(record: ReadRecord) -> str:

@@ -30,6 +30,8 @@ TOLD_APART = {
 
 OPEN_TORCH = "open a trace: https://ui.perfetto.dev, Open trace file; all ranks at once: docs/output.md"
 OPEN_NPU = "open NPU data: MindStudio Insight (*_ascend_pt); all ranks: {command}"
+#: The words for the multiprocessing workers that never stepped (report.py's idle_workers).
+WORKER_WORDS = {"multiprocessing": "multiprocessing worker", "data_loader": "data-loader worker"}
 STEP_MS = "step ms: the median time between step boundaries, the steps the tool worked in left out"
 
 
@@ -158,11 +160,14 @@ def _others_lines(report: dict, processes: list[dict], recorded: list[dict]) -> 
         by = f"left out by {left_out['option']}" if left_out.get("option") else "not meant to profile"
         who = f"{wording.who(left_out['ranks'])} ({wording.count(left_out['processes'], 'process')})"
         lines.append(f"{who}: {by}, stepped without a profiler")
+    workers = report.get("idle_workers") or {}
+    apart = ", ".join(wording.count(n, WORKER_WORDS.get(kind, kind)) for kind, n in workers.items())
     if report.get("idle_processes"):
         n = report["idle_processes"]
+        also = f" (besides {apart}, not meant to)" if apart else ""
         lines.append(
-            f"{wording.count(n, 'other process' if processes else 'process')} imported torch but never stepped"
-        )
+            f"{wording.count(n, 'other process' if processes else 'process')} imported torch but never stepped{also}"
+        )  # workers alone are no news in a healthy job's answer: the JSON counts them (idle_workers)
     return lines
 
 
