@@ -2,8 +2,9 @@
 the ``out`` folder, the folder of the bare runs shared by all workers, and the timeline
 benchmarks/suite.py reads. The helpers the tests import are plain modules beside this file, on
 sys.path as this file's folder is (pytest's rootdir conftest, imported in "prepend" mode):
-``jobs`` (running jobs, with and without the launcher), ``outputs`` (traces and status records),
-``answers`` (``--check --json``) and ``suggestions`` (the commands the tool suggests)."""
+``jobs`` (running jobs, with and without the launcher), ``compare`` (a profiled run held to the
+bare job's), ``outputs`` (traces and status records), ``answers`` (``--check --json``) and
+``suggestions`` (the commands the tool suggests)."""
 
 from __future__ import annotations
 

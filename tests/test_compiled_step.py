@@ -13,10 +13,10 @@ same losses bit for bit, the same graphs, frames and graph breaks, and the same 
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
-from jobs import assert_ok, bare_run, npuprof, once, script
+from compare import profiled_against_bare
+from jobs import once, script
 from outputs import status_records, step_counts, step_spans, torch_traces
 
 COMPILED = script("compiled_step.py")
@@ -46,18 +46,13 @@ def job_stderr(text: str) -> list[str]:
 def runs(tmp_path_factory):
     def make():
         out = str(tmp_path_factory.mktemp("compiled") / "out")
-        bare = bare_run([COMPILED])
-        assert_ok(bare)
-        command = ["--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, COMPILED]
-        profiled = npuprof(command)
-        assert_ok(profiled)
-        return bare, profiled, out
+        return profiled_against_bare([COMPILED], ["--skip-first", "2", "--active", "2"], out=out, compare=())
 
     return once("compiled_step", make)
 
 
 def test_compiled_optimizer_step_is_counted_exactly(runs):
-    _, _, out = runs
+    out = runs.out
     assert step_counts(out) == [2]
     (trace,) = torch_traces(out)
     assert step_spans(trace) == ["ProfilerStep#3", "iteration#3", "ProfilerStep#4", "iteration#4"]
@@ -67,14 +62,12 @@ def test_compiled_optimizer_step_is_counted_exactly(runs):
 
 def test_the_job_compiles_and_trains_as_it_does_bare(runs):
     """stdout holds the losses, the graphs, the frames and each graph break's reason and count."""
-    bare, profiled, _ = runs
-    assert "graph break x2: Call to `torch._dynamo.graph_break()`" in bare.stdout  # torch's optimizer's own
-    assert profiled.stdout == bare.stdout
-    assert "recompil" not in profiled.stderr.lower()
+    assert "graph break x2: Call to `torch._dynamo.graph_break()`" in runs.bare.stdout  # torch's optimizer's own
+    runs.assert_same("stdout")
+    assert "recompil" not in runs.profiled.stderr.lower()
 
 
 def test_the_jobs_stderr_is_unchanged_warnings_included(runs):
-    bare, profiled, _ = runs
     warning = "Profiler record function <class 'torch.autograd.profiler.record_function'> will be ignored"
-    assert any(warning in line for line in job_stderr(bare.stderr)), bare.stderr
-    assert job_stderr(profiled.stderr) == job_stderr(bare.stderr)
+    assert any(warning in line for line in job_stderr(runs.bare.stderr)), runs.bare.stderr
+    runs.assert_same(("stderr", job_stderr))

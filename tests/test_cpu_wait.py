@@ -9,7 +9,8 @@ import sys
 
 import pytest
 from answers import check_json
-from jobs import assert_ok, bare_run, npuprof, script
+from compare import profiled_against_bare
+from jobs import npuprof, script
 from suggestions import suggestions
 
 from npuprof_launch.common import findings
@@ -21,11 +22,7 @@ JOB = [script("cpu_contention.py"), "--steps", "60", "--contended-step", "12", "
 @pytest.mark.skipif(cpuwait.read_wait_ns() is None, reason="this kernel keeps no run-queue counter per thread")
 def test_a_step_spent_waiting_for_a_cpu_is_told_apart_and_a_sleep_is_the_jobs_spike(tmp_path):
     out = str(tmp_path / "out")
-    result = npuprof(["--skip-first", "45", "--active", "2", "--output-dir", out, "--", sys.executable, *JOB])
-    assert_ok(result)
-    bare = bare_run(JOB)
-    assert_ok(bare)
-    assert result.stdout == bare.stdout, "the job's result unchanged"
+    result = profiled_against_bare(JOB, ["--skip-first", "45", "--active", "2"], out=out).profiled
     code, report = check_json(out)
     assert code == 0, report["problems"]
     job = report["job"]

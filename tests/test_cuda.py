@@ -7,11 +7,10 @@ whole with inductor, whose graph meets the step clock's hooks.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from answers import check_json
-from jobs import assert_ok, bare_run, npuprof, script
+from compare import profiled_against_bare
+from jobs import script
 from outputs import status_records, step_counts, torch_traces
 
 from npuprof_launch.common import deliverables
@@ -30,13 +29,7 @@ def kernel_events(path: str) -> list[dict]:
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled-inductor"])
 def test_cuda_job_is_profiled_with_its_kernels_and_unchanged(out, compiled):
     extra = ["--compile"] if compiled else []
-    bare = bare_run([CUDA_TRAIN, *extra])
-    assert_ok(bare)
-    result = npuprof(
-        ["--skip-first", "3", "--active", "2", "--output-dir", out, "--", sys.executable, CUDA_TRAIN, *extra]
-    )
-    assert_ok(result)
-    assert result.stdout == bare.stdout
+    profiled_against_bare([CUDA_TRAIN, *extra], ["--skip-first", "3", "--active", "2"], out=out)
     assert step_counts(out) == [2]
     [trace] = torch_traces(out)
     assert kernel_events(trace), "the trace holds no CUDA kernel"

@@ -7,20 +7,16 @@ import sys
 
 import pytest
 from answers import check_json
-from jobs import assert_ok, bare_run, clean_env, npuprof, python, script
+from compare import profiled_against_bare, warning_lines
+from jobs import assert_ok, clean_env, npuprof, python, script
 from outputs import status_records, step_counts, step_spans, torch_traces
 
 TRAIN = script("train_loop.py")
 
 
 def test_two_active_steps_one_trace_results_unchanged(out):
-    bare = bare_run([TRAIN, "--steps", "12"])
-    assert_ok(bare)
-    result = npuprof(
-        ["--active", "2", "--skip-first", "2", "--output-dir", out, "--", sys.executable, TRAIN, "--steps", "12"]
-    )
-    assert_ok(result)
-    assert result.stdout == bare.stdout, "the job's stdout (loss and weight checksum) must be bit-identical"
+    # The job's stdout (loss and weight checksum) must be bit-identical.
+    result = profiled_against_bare([TRAIN, "--steps", "12"], ["--active", "2", "--skip-first", "2"], out=out).profiled
     assert step_counts(out) == [2]
     (trace,) = torch_traces(out)
     # ProfilerStep# holds the job's step numbers, as the iteration# labels do.
@@ -85,12 +81,8 @@ def test_the_jobs_own_step_hooks_run_once_per_step(out, options, extra_env, stat
     """The clock turns lean, or steps aside in a process that does not profile, from inside torch's
     iteration over the post hooks: a hook the job registered after ours must still run every step."""
     own = script("own_step_hooks.py")
-    bare = bare_run([own])
-    assert_ok(bare)
-    assert "own hooks: pre 10 post 10" in bare.stdout
-    result = npuprof([*options, "--output-dir", out, "--", sys.executable, own], env=clean_env(**extra_env))
-    assert_ok(result)
-    assert result.stdout == bare.stdout
+    runs = profiled_against_bare([own], options, out=out, env=clean_env(**extra_env), bare_env=clean_env())
+    assert "own hooks: pre 10 post 10" in runs.bare.stdout
     (record,) = status_records(out)
     assert record["state"] == state
 
@@ -100,36 +92,14 @@ def test_lr_scheduler_shows_no_new_warning(out, schedule):
     """No warning of ours in the job's stderr, torch's included: torch.profiler warns that it "clears
     events at the end of each cycle" from the second cycle on (and on torch <= 2.11, seen on 2.11,
     even for a single window), which would tell the job about a profiler it never started."""
-    bare = bare_run(["-W", "default", TRAIN, "--steps", "8"])
-    result = npuprof([*schedule, "--output-dir", out, "--", sys.executable, "-W", "default", TRAIN, "--steps", "8"])
-    assert_ok(result)
-    warned = [line for line in result.stderr.splitlines() if "Warning" in line]
-    assert warned == [line for line in bare.stderr.splitlines() if "Warning" in line]
-    assert not any("lr_scheduler" in line for line in warned)
+    job = ["-W", "default", TRAIN, "--steps", "8"]
+    runs = profiled_against_bare(job, schedule, out=out, compare=[("stderr", warning_lines)])
+    assert not any("lr_scheduler" in line for line in warning_lines(runs.profiled.stderr))
     assert step_counts(out) == [1] * (2 if schedule else 1)
 
 
 def test_torch_compile_model_trains_and_profiles(out):
-    bare = bare_run([TRAIN, "--compile", "--steps", "6"])
-    assert_ok(bare)
-    result = npuprof(
-        [
-            "--skip-first",
-            "2",
-            "--active",
-            "2",
-            "--output-dir",
-            out,
-            "--",
-            sys.executable,
-            TRAIN,
-            "--compile",
-            "--steps",
-            "6",
-        ]
-    )
-    assert_ok(result)
-    assert result.stdout == bare.stdout
+    profiled_against_bare([TRAIN, "--compile", "--steps", "6"], ["--skip-first", "2", "--active", "2"], out=out)
     assert step_counts(out) == [2]
 
 
@@ -256,7 +226,7 @@ HOOKS_AFTER = (
 @pytest.mark.parametrize("mode", ["plain", "gan"])
 def test_the_clock_holds_no_global_hook_of_torchs(out, mode):
     """The clock counts in the step wrapper, lean (one optimizer) or exact (two): no global
-    optimizer-step hook of torch's is ever the tool's (a compiled step would trace it, issue 27),
+    optimizer-step hook of torch's is ever the tool's (a compiled step would trace it into its graph),
     and every step is counted."""
     hooks = "hooks 0 0"
     result = npuprof(

@@ -14,7 +14,8 @@ import sys
 
 import pytest
 from answers import check_json, texts
-from jobs import assert_ok, bare_run, npuprof, script
+from compare import profiled_against_bare, sorted_lines
+from jobs import npuprof, script
 from outputs import read_trace, status_records, step_spans, torch_traces, windows
 
 ENDINGS = script("endings.py")
@@ -23,12 +24,7 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
 
 
 def run(out, how, *schedule, job=()):
-    bare = bare_run([ENDINGS, "--how", how, *job])
-    assert_ok(bare)
-    result = npuprof([*schedule, "--output-dir", out, "--", sys.executable, ENDINGS, "--how", how, *job])
-    assert_ok(result)
-    assert result.stdout == bare.stdout
-    return result
+    return profiled_against_bare([ENDINGS, "--how", how, *job], schedule, out=out).profiled
 
 
 def test_os_exit_after_the_window_leaves_a_true_record(out):
@@ -188,14 +184,8 @@ def test_a_main_target_found_in_the_script_a_runpy_wrapper_runs(out):
     """The wrapper imports torch first, then runs the script as __main__ in a module of its own."""
     loop = script("generate_loop.py")
     wrapper = script("runpy_wrapper.py")
-    bare = bare_run([wrapper, loop, "--calls", "6"])
-    assert_ok(bare)
-    result = npuprof(
-        ["--target", "__main__:generate_step", "--skip-first", "1", "--active", "2", "--output-dir", out, "--"]
-        + [sys.executable, wrapper, loop, "--calls", "6"]
-    )
-    assert_ok(result)
-    assert result.stdout == bare.stdout
+    options = ["--target", "__main__:generate_step", "--skip-first", "1", "--active", "2"]
+    profiled_against_bare([wrapper, loop, "--calls", "6"], options, out=out)
     (record,) = status_records(out)
     assert record["steps"] == 6 and record["windows"][0]["complete"], record
     assert check_json(out)[0] == 0
@@ -208,16 +198,12 @@ def test_lightning_ddp_workers_get_their_true_rank(tmp_path, strategy):
         "lightning", reason="install the frameworks extra: pip install torch==2.13.0 -e '.[frameworks]'"
     )
     job = [script("lightning_job.py"), "--devices", "2", "--strategy", strategy, "--steps", "6"]
-    bare = bare_run(job, cwd=str(tmp_path))
-    assert_ok(bare)
     out = str(tmp_path / "out")
-    result = npuprof(
-        ["--ranks", "1", "--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, *job],
-        cwd=str(tmp_path),
-    )
-    assert_ok(result)
+    options = ["--ranks", "1", "--skip-first", "2", "--active", "2"]
     # Both ranks print at once: compare their lines, not how the two streams interleaved.
-    assert sorted(filter(None, result.stdout.splitlines())) == sorted(filter(None, bare.stdout.splitlines()))
+    result = profiled_against_bare(
+        job, options, out=out, cwd=str(tmp_path), compare=[("stdout", sorted_lines)]
+    ).profiled
     profiled = [r for r in status_records(out) if r["state"] != "off"]
     assert [(r["rank"], r["rank_source"]) for r in profiled] == [(1, "torch.distributed")]
     (trace,) = torch_traces(out)
@@ -237,11 +223,7 @@ def test_a_process_that_ends_inside_a_window_keeps_only_the_steps_it_ran(out):
     """6 steps, a window over steps 5-8: the trace holds steps 5 and 6, and no span for a step 7
     that the process never began (torch had opened ProfilerStep#7 at step 6's end); the teardown
     after step 6 stays in the trace, in no step."""
-    bare = bare_run([UNEVEN, "--steps", "6"])
-    assert_ok(bare)
-    result = npuprof(["--skip-first", "4", "--active", "4", "--output-dir", out, "--", sys.executable, UNEVEN])
-    assert_ok(result)
-    assert result.stdout == bare.stdout
+    profiled_against_bare([UNEVEN, "--steps", "6"], ["--skip-first", "4", "--active", "4"], out=out)
     (record,) = status_records(out)
     assert windows(record) == [{"first_step": 5, "last_step": 6, "complete": False, "traces": record["traces"]}]
     (trace,) = torch_traces(out)
@@ -254,11 +236,7 @@ def test_a_rank_out_of_data_under_join_keeps_only_the_steps_it_ran(out):
     window over steps 5-8 ends with its process after step 6: no span for the shadow all-reduces it
     ran inside Join while rank 1 made steps 7 and 8. Rank 1's window is whole."""
     job = [*TORCHRUN, "--nproc_per_node", "2", UNEVEN, "--steps", "6", "--extra", "2"]
-    bare = bare_run(job[1:])
-    assert_ok(bare)
-    result = npuprof(["--skip-first", "4", "--active", "4", "--output-dir", out, "--", *job])
-    assert_ok(result)
-    assert sorted(filter(None, result.stdout.splitlines())) == sorted(filter(None, bare.stdout.splitlines()))
+    profiled_against_bare(job[1:], ["--skip-first", "4", "--active", "4"], out=out, compare=[("stdout", sorted_lines)])
     by_rank = {record["rank"]: record for record in status_records(out)}
     assert windows(by_rank[0])[0]["last_step"] == 6 and not by_rank[0]["windows"][0]["complete"]
     assert by_rank[1]["windows"][0]["complete"] and by_rank[1]["steps"] == 8

@@ -21,6 +21,7 @@ import sys
 
 import pytest
 from answers import check_json, texts
+from compare import profiled_against_bare
 from jobs import assert_ok, clean_env, npuprof, python, script
 from outputs import status_records, step_counts, step_spans, torch_traces
 
@@ -68,32 +69,35 @@ def warnings_in(stderr: str) -> list[str]:
     ]
 
 
-def run_bare_and_profiled(tmp_path, job: list[str], *npuprof_args: str):
-    """The job without and with the launcher, each from an empty working directory it must leave empty."""
-    env = job_env(tmp_path)
-    out = str(tmp_path / "out")
-    command = ["-W", "default", script(job[0]), *job[1:]]
-    runs = []
-    for name, run in (("bare", python), ("profiled", npuprof)):
-        cwd = tmp_path / f"cwd_{name}"
+def run_bare_and_profiled(tmp_path, job: list[str], *npuprof_args: str, compare=()):
+    """The job without and with the launcher (``profiled_against_bare``, comparing ``compare``), each
+    from an empty working directory it must leave empty."""
+    cwds = {name: tmp_path / f"cwd_{name}" for name in ("bare", "profiled")}
+    for cwd in cwds.values():
         cwd.mkdir()
-        args = command if run is python else [*npuprof_args, "--output-dir", out, "--", sys.executable, *command]
-        result = run(args, cwd=str(cwd), env=env)
-        assert_ok(result)
+    runs = profiled_against_bare(
+        ["-W", "default", script(job[0]), *job[1:]],
+        npuprof_args,
+        out=str(tmp_path / "out"),
+        env=job_env(tmp_path),
+        cwd=str(cwds["profiled"]),
+        bare_cwd=str(cwds["bare"]),
+        compare=compare,
+    )
+    for name, cwd in cwds.items():
         assert os.listdir(cwd) == [], f"{name} run left files in its working directory"
-        runs.append(result)
-    return runs[0], runs[1], out
+    return runs
 
 
 @pytest.mark.parametrize(("module", "job"), [pytest.param(m, j, id=i) for i, m, j in JOBS])
 def test_framework_job_profiles_unchanged(tmp_path, module, job):
     needs(module)
-    bare, profiled, out = run_bare_and_profiled(tmp_path, job, *SCHEDULE)
-    expected = results(bare.stdout)
-    assert set(expected) == set(RESULT_KEYS), bare.stdout
+    runs = run_bare_and_profiled(tmp_path, job, *SCHEDULE)
+    out, expected = runs.out, results(runs.bare.stdout)
+    assert set(expected) == set(RESULT_KEYS), runs.bare.stdout
     assert expected["optimizer_steps"] == str(STEPS)
-    assert results(profiled.stdout) == expected, "loss, steps and weights must be bit-identical"
-    assert warnings_in(profiled.stderr) == warnings_in(bare.stderr)
+    # Loss, steps and weights bit-identical; no warning added.
+    runs.assert_same(("stdout", results), ("stderr", warnings_in))
     assert step_counts(out) == [2]
     (record,) = status_records(out)
     assert record["steps"] == STEPS, f"one step per optimizer step, got {record['steps']}"
@@ -153,9 +157,10 @@ def test_a_resumed_framework_job_is_numbered_by_its_own_counter(tmp_path, module
 def test_lightning_own_pytorch_profiler_keeps_the_job_alive(tmp_path):
     """Lightning's Trainer(profiler="pytorch") runs a torch profiler: ours gives way instead of crashing the job."""
     needs("lightning")
-    bare, profiled, out = run_bare_and_profiled(tmp_path, ["lightning_job.py", "--profiler", "pytorch"], *SCHEDULE)
-    assert results(profiled.stdout) == results(bare.stdout)
-    assert "optimizer_steps 12" in bare.stdout
+    job = ["lightning_job.py", "--profiler", "pytorch"]
+    runs = run_bare_and_profiled(tmp_path, job, *SCHEDULE, compare=[("stdout", results)])
+    out, profiled = runs.out, runs.profiled
+    assert "optimizer_steps 12" in runs.bare.stdout
     (record,) = status_records(out)
     assert record["steps"] == STEPS
     # Lightning 2.6's profiler is warming up or recording at step 3, so ours declines; were it idle
@@ -178,9 +183,10 @@ OWN_PROFILER = [
 
 @pytest.mark.parametrize(("args", "outcome"), OWN_PROFILER)
 def test_job_own_torch_profiler_never_overlaps_ours(tmp_path, args, outcome):
-    bare, profiled, out = run_bare_and_profiled(tmp_path, ["own_profiler.py", *args], *SCHEDULE)
-    assert "own profiler exported True" in bare.stdout
-    assert profiled.stdout == bare.stdout, "the job's results and its own profile must be unchanged"
+    runs = run_bare_and_profiled(tmp_path, ["own_profiler.py", *args], *SCHEDULE)
+    assert "own profiler exported True" in runs.bare.stdout
+    runs.assert_same("stdout")  # the job's results and its own profile unchanged
+    out = runs.out
     (record,) = status_records(out)
     assert record["steps"] == 10
     if outcome == "profiled":

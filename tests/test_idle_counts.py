@@ -7,7 +7,8 @@ from __future__ import annotations
 import socket
 
 from answers import check_json
-from jobs import PYTHON, bare_run, clean_env, npuprof, script
+from compare import profiled_against_bare
+from jobs import clean_env, script
 
 
 def free_port() -> int:
@@ -21,12 +22,9 @@ def test_rpc_agents_under_mp_spawn_are_counted_apart(tmp_path):
     stepped (told); ranks 1 and 2 only serve (counted apart: "1 other process ... (besides 2
     multiprocessing workers, not meant to)"). Before, the workers went uncounted: "1 other"."""
     out = str(tmp_path / "out")
-    env = clean_env(MASTER_PORT=str(free_port()))
-    job = [PYTHON, script("rpc_spawn.py")]
-    result = npuprof(["--output-dir", out, "--skip-first", "2", "--active", "2", "--", *job], env=env)
-    assert result.returncode == 0, result.stderr
-    env["MASTER_PORT"] = str(free_port())
-    assert result.stdout == bare_run(job[1:], env=env).stdout
+    options = ["--output-dir", out, "--skip-first", "2", "--active", "2"]
+    env, bare_env = (clean_env(MASTER_PORT=str(free_port())) for _ in range(2))  # a port each
+    result = profiled_against_bare([script("rpc_spawn.py")], options, env=env, bare_env=bare_env).profiled
     code, report = check_json(out)
     assert code == 0 and report["idle_processes"] == 1 and report["idle_workers"] == {"multiprocessing": 2}
     assert "1 other process imported torch but never stepped (besides 2 multiprocessing workers" in result.stderr
@@ -34,10 +32,8 @@ def test_rpc_agents_under_mp_spawn_are_counted_apart(tmp_path):
 
 def test_a_spawned_data_loader_s_workers_are_no_news_in_a_healthy_answer(tmp_path):
     out = str(tmp_path / "out")
-    job = [PYTHON, script("spawn_loader.py")]
-    result = npuprof(["--output-dir", out, "--skip-first", "2", "--active", "2", "--", *job])
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == bare_run(job[1:]).stdout
+    options = ["--output-dir", out, "--skip-first", "2", "--active", "2"]
+    result = profiled_against_bare([script("spawn_loader.py")], options).profiled
     code, report = check_json(out)
     assert code == 0 and report["idle_processes"] == 0 and report["idle_workers"] == {"data_loader": 2}
     assert "never stepped" not in result.stderr and "worker" not in result.stderr

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 from answers import check_json, slow_rank_evidence
-from jobs import ROOT, assert_ok, bare_run, clean_env, npuprof, once
+from compare import profiled_against_bare, rank_lines
+from jobs import ROOT, assert_ok, clean_env, npuprof, once
 from outputs import status_records, windows
 
 JOB = os.path.join(ROOT, "examples", "stragglers.py")
@@ -26,10 +27,6 @@ def env():
         environ.pop(var, None)
     environ["OMP_NUM_THREADS"] = "1"
     return environ
-
-
-def rank_lines(text: str) -> list[str]:
-    return sorted(line for line in text.splitlines() if line.startswith("rank "))
 
 
 #: Each mode's run is shared by the tests of its own xdist group, so the two run on two workers.
@@ -47,12 +44,13 @@ def _straggler_run(mode: str, tmp_path_factory):
     # the all-reduce tens of ms late too, and in a 3-step window that noise can outweigh 30 ms a step
     # (then no rank stands out, rightly: findings.py); the stall stays 4x those steps or more.
     job = [*TORCHRUN, JOB, "--slow-s", "0.1", "--stall-s", "0.6", *(["--alone"] if mode == "alone" else [])]
-    result = npuprof(["--skip-first", "2", "--active", "3", "--output-dir", out, "--", *job], env=env())
-    assert_ok(result)
+    options = ["--skip-first", "2", "--active", "3", "--output-dir", out]
     if mode == "lockstep":  # the same job and hook as "alone": one bare run of the two is enough
-        bare = bare_run(job[1:], env=env())
-        assert_ok(bare)
-        assert rank_lines(result.stdout) == rank_lines(bare.stdout), "results unchanged, rank by rank"
+        # The results unchanged, rank by rank.
+        result = profiled_against_bare(job[1:], options, env=env(), compare=[("stdout", rank_lines)]).profiled
+    else:
+        result = npuprof([*options, "--", *job], env=env())
+        assert_ok(result)
     return mode, out, result
 
 

@@ -5,9 +5,8 @@ backward (safepoints.py); the job's output, stderr included, is unchanged."""
 
 from __future__ import annotations
 
-import sys
-
-from jobs import assert_ok, bare_run, npuprof, script
+from compare import profiled_against_bare
+from jobs import script
 from outputs import status_records, step_spans, torch_traces
 
 MORE = script("more_patterns.py")
@@ -18,14 +17,13 @@ def job_lines(stderr: str) -> list[str]:
 
 
 def test_activation_checkpointing_is_counted_exactly_and_unchanged(out):
-    bare = bare_run([MORE, "--mode", "ckpt"])
-    assert_ok(bare)
-    result = npuprof(
-        ["--skip-first", "1", "--active", "2", "--output-dir", out, "--", sys.executable, MORE, "--mode", "ckpt"]
+    runs = profiled_against_bare(
+        [MORE, "--mode", "ckpt"],
+        ["--skip-first", "1", "--active", "2"],
+        out=out,
+        compare=("stdout", ("stderr", job_lines)),
     )
-    assert_ok(result)
-    assert result.stdout == bare.stdout
-    assert job_lines(result.stderr) == job_lines(bare.stderr) == [f"iteration {i}" for i in range(1, 7)]
+    assert job_lines(runs.bare.stderr) == [f"iteration {i}" for i in range(1, 7)]
     (trace,) = torch_traces(out)
     assert step_spans(trace) == ["ProfilerStep#2", "iteration#2", "ProfilerStep#3", "iteration#3"]
     (record,) = status_records(out)

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 from answers import check_json
-from jobs import assert_ok, bare_run, clean_env, npuprof, script
+from compare import profiled_against_bare, rank_lines
+from jobs import assert_ok, clean_env, npuprof, script
 from outputs import status_records, step_counts, torch_traces
 
 from npuprof_launch.common import names, options, processlog
@@ -30,11 +31,6 @@ def env_without_ranks(**extra: str) -> dict[str, str]:
     return env
 
 
-def rank_lines(stdout: str) -> list[str]:
-    """The job's own result lines, one per rank, in rank order (the ranks print concurrently)."""
-    return sorted(line for line in stdout.splitlines() if line.startswith("rank "))
-
-
 def idle_tally(out: str) -> list[dict]:
     return [line for line in processlog.read(out) if line.get("event") == processlog.IDLE]
 
@@ -43,34 +39,27 @@ def trace_names(out: str) -> list[str]:
     return [os.path.basename(path) for path in torch_traces(out)]
 
 
-@pytest.fixture(scope="module")
-def bare_torchrun():
-    result = bare_run([*TORCHRUN[1:], "--nproc_per_node", "2", DDP])
-    assert_ok(result)
-    assert len(rank_lines(result.stdout)) == 2
-    return result
+def torchrun_against_bare(out: str, *options: str):
+    """2 DDP ranks under torchrun, bare and profiled with ``options``; each test compares the two."""
+    runs = profiled_against_bare([*TORCHRUN[1:], "--nproc_per_node", "2", DDP], options, out=out, compare=())
+    assert len(rank_lines(runs.bare.stdout)) == 2
+    return runs
 
 
 @pytest.fixture(scope="module")
 def torchrun_all(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("all") / "out")
-    result = npuprof(["--output-dir", out, "--", *TORCHRUN, "--nproc_per_node", "2", DDP])
-    assert_ok(result)
-    return out, result
+    return torchrun_against_bare(str(tmp_path_factory.mktemp("all") / "out"))
 
 
 @pytest.fixture(scope="module")
 def torchrun_rank1(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("rank1") / "out")
-    result = npuprof(["--ranks", "1", "--output-dir", out, "--", *TORCHRUN, "--nproc_per_node", "2", DDP])
-    assert_ok(result)
-    return out, result
+    return torchrun_against_bare(str(tmp_path_factory.mktemp("rank1") / "out"), "--ranks", "1")
 
 
 @pytest.mark.xdist_group("multiprocess")
-def test_torchrun_each_rank_profiles_itself_and_the_agent_never(torchrun_all, bare_torchrun):
-    out, result = torchrun_all
-    assert rank_lines(result.stdout) == rank_lines(bare_torchrun.stdout), "results must be bit-identical per rank"
+def test_torchrun_each_rank_profiles_itself_and_the_agent_never(torchrun_all):
+    out, result = torchrun_all.out, torchrun_all.profiled
+    torchrun_all.assert_same(("stdout", rank_lines))  # the results bit-identical per rank
     host = names.host()
     traces = trace_names(out)
     assert len(traces) == 2
@@ -88,9 +77,9 @@ def test_torchrun_each_rank_profiles_itself_and_the_agent_never(torchrun_all, ba
 
 
 @pytest.mark.xdist_group("multiprocess")
-def test_torchrun_ranks_filter_leaves_other_ranks_without_a_profiler(torchrun_rank1, bare_torchrun):
-    out, result = torchrun_rank1
-    assert rank_lines(result.stdout) == rank_lines(bare_torchrun.stdout)
+def test_torchrun_ranks_filter_leaves_other_ranks_without_a_profiler(torchrun_rank1):
+    out, result = torchrun_rank1.out, torchrun_rank1.profiled
+    torchrun_rank1.assert_same(("stdout", rank_lines))
     (name,) = trace_names(out)
     assert name.startswith(f"{names.host()}_rank1_pid")
     by_rank = {r["rank"]: r for r in status_records(out)}
@@ -108,7 +97,7 @@ def test_torchrun_ranks_filter_leaves_other_ranks_without_a_profiler(torchrun_ra
 @pytest.mark.xdist_group("multiprocess")
 def test_env_only_script_profiles_exactly_as_the_prefix(torchrun_rank1, tmp_path):
     """The README's one line, pasted before the torchrun line of an existing launch script."""
-    prefix_out, prefix = torchrun_rank1
+    prefix_out, prefix = torchrun_rank1.out, torchrun_rank1.profiled
     launch = tmp_path / "launch.sh"
     launch.write_text(
         "#!/bin/sh\n"
@@ -152,24 +141,17 @@ def test_print_env_exports_a_flag_that_overrides_the_environment():
     assert f"export {options.BY_NAME['active'].env}=1" in result.stdout.splitlines()
 
 
-@pytest.fixture(scope="module")
-def bare_loader():
-    result = bare_run([LOADER, "--workers", "0"])
-    assert_ok(result)
-    return result
-
-
 @pytest.mark.xdist_group("multiprocess")
 @pytest.mark.parametrize(
     ("method", "extra"),
     [("fork", ["--new-loader-at", "3"]), ("spawn", []), ("forkserver", [])],
 )
-def test_dataloader_workers_never_profile(out, bare_loader, method, extra):
-    # Window at steps 3-5; with fork, new workers are forked after step 3, while it records.
-    args = ["--skip-first", "2", "--active", "3", "--output-dir", out, "--"]
-    result = npuprof([*args, sys.executable, LOADER, "--workers", "2", "--start-method", method, *extra])
-    assert_ok(result)
-    assert result.stdout == bare_loader.stdout
+def test_dataloader_workers_never_profile(out, method, extra):
+    # Window at steps 3-5; with fork, new workers are forked after step 3, while it records. The job's
+    # results are those it makes with no worker at all.
+    job = [LOADER, "--workers", "2", "--start-method", method, *extra]
+    options = ["--skip-first", "2", "--active", "3"]
+    result = profiled_against_bare(job, options, out=out, bare_job=[LOADER, "--workers", "0"]).profiled
     workers = dict(re.findall(r"^worker (\d+) records: (\S+)$", result.stderr, re.MULTILINE))
     assert len(workers) >= 2, result.stderr
     assert "yes" not in workers.values(), f"a worker recorded into an inherited profiler: {workers}"

@@ -8,21 +8,14 @@ import os
 
 import pytest
 from answers import check_json, texts
-from jobs import PYTHON, assert_ok, bare_run, npuprof, script
+from compare import profiled_against_bare
+from jobs import PYTHON, assert_ok, clean_env, npuprof, script
 from npu_standin import calls, only, standin_env
 from outputs import status_records, step_counts
 
 TRAIN = script("train_loop.py")
 TRAIN_ON_NPU = script("train_on_npu.py")
 STEPS = "6"
-
-
-@pytest.fixture(scope="module")
-def bare_stdout() -> str:
-    """The job's stdout without the launcher: a loss and an exact weight checksum."""
-    result = bare_run([TRAIN, "--steps", STEPS])
-    assert_ok(result)
-    return result.stdout
 
 
 @pytest.fixture
@@ -34,19 +27,30 @@ def run(out: str, record: str, flags: list[str], job: str = TRAIN, steps: str = 
     return npuprof(["--output-dir", out, *flags, "--", PYTHON, job, "--steps", steps], env=standin_env(record, **env))
 
 
+def run_against_bare(out: str, record: str, flags: list[str], job: str = TRAIN, **env):
+    """``run``, whose stdout must be the bare job's: a loss and an exact weight checksum, the same
+    from train_on_npu.py as from train_loop.py (run bare, without the stand-in)."""
+    runs = profiled_against_bare(
+        [job, "--steps", STEPS],
+        ["--output-dir", out, *flags],
+        env=standin_env(record, **env),
+        bare_job=[TRAIN, "--steps", STEPS],
+        bare_env=clean_env(),
+    )
+    return runs.profiled
+
+
 def profiler_calls(record: str) -> list[str]:
     return [c["call"] for c in calls(record) if c["call"] in ("start", "step", "stop")]
 
 
 @pytest.mark.xdist_group("npu_backend")
-def test_the_issue_command(out, record, bare_stdout):
+def test_every_npu_option_reaches_torch_npu_and_one_window_records_two_steps(out, record):
     """--backend npu --level level1 --export-type db --aic-metrics PipeUtilization --with-stack
     --record-shapes --skip-first 1 --active 2: one profile, 2 steps, one window, stopped, same results."""
     flags = ["--backend", "npu", "--level", "level1", "--export-type", "db", "--aic-metrics", "PipeUtilization"]
     flags += ["--with-stack", "--record-shapes", "--skip-first", "1", "--active", "2"]
-    result = run(out, record, flags)
-    assert_ok(result)
-    assert result.stdout == bare_stdout, "the job's results must be unchanged"
+    result = run_against_bare(out, record, flags)  # the job's results unchanged
     assert "Profiler won't be using warmup" in result.stderr, "torch_npu's build-time warnings go to stderr"
 
     experimental = {"profiler_level": "Level1", "aic_metrics": "ACL_AICORE_PIPE_UTILIZATION", "export_type": "db"}
@@ -134,12 +138,10 @@ def test_options_also_come_from_the_environment(out, record):
 
 
 @pytest.mark.xdist_group("npu_backend")
-def test_an_older_torch_npu_gets_one_warning_per_missing_option(out, record, bare_stdout):
+def test_an_older_torch_npu_gets_one_warning_per_missing_option(out, record):
     flags = ["--backend", "npu", "--level", "level1", "--aic-metrics", "MemoryAccess", "--export-type", "text,db"]
     flags += ["--async-mode", "--host-sys", "cpu", "--sys-io", "--mstx"]
-    result = run(out, record, flags, version="2.4.0")
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+    result = run_against_bare(out, record, flags, version="2.4.0")
     missing = ["--aic-metrics MemoryAccess", "--export-type text,db", "--async-mode", "--host-sys", "--sys-io"]
     (status,) = status_records(out)
     for flag in missing:
@@ -163,10 +165,8 @@ def test_an_older_torch_npu_gets_one_warning_per_missing_option(out, record, bar
     [(TRAIN_ON_NPU, True, "npu"), (TRAIN_ON_NPU, False, "torch"), (TRAIN, True, "torch")],
     ids=["job-imports-torch_npu-with-npu", "job-imports-torch_npu-without-npu", "job-without-torch_npu"],
 )
-def test_backend_auto(out, record, bare_stdout, job, npu_present, backend):
-    result = run(out, record, ["--backend", "auto"], job=job, npu=npu_present)
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+def test_backend_auto(out, record, job, npu_present, backend):
+    run_against_bare(out, record, ["--backend", "auto"], job=job, npu=npu_present)
     (status,) = status_records(out)
     assert status["backend"] == backend
     if backend == "npu":
@@ -188,11 +188,9 @@ def test_backend_auto(out, record, bare_stdout, job, npu_present, backend):
         ("PROFILING_MODE", "dynamic"),
     ],
 )
-def test_another_profiler_owns_the_process(out, record, bare_stdout, tmp_path, variable, value):
+def test_another_profiler_owns_the_process(out, record, tmp_path, variable, value):
     value = str(tmp_path) if value == "<tmp>" else value
-    result = run(out, record, ["--backend", "npu"], **{variable: value})
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+    result = run_against_bare(out, record, ["--backend", "npu"], **{variable: value})
     assert calls(record) == [], "no torch_npu call at all: not even an import"
     said = [line for line in result.stderr.splitlines() if line.startswith("npuprof: ") and variable in line]
     assert len(said) == 1, result.stderr

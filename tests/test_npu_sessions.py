@@ -4,7 +4,7 @@ profiler_info_{rank}.json, ASCEND_PROFILER_OUTPUT/ of the export type, logs/, an
 
 Each window is exported (the session directory found as the worker's), moved home from
 --stage-dir whole, recorded and reported; --check passes. Until 2026-12-04 every one of these runs
-failed on a real Ascend machine and no test saw it, because the stand-in wrote nothing (issue 35).
+failed on a real Ascend machine and no test saw it, because the stand-in wrote nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import time
 
 import pytest
 from answers import check_json, texts
-from jobs import PYTHON, assert_ok, bare_run, npuprof, script
+from compare import profiled_against_bare, rank_lines
+from jobs import PYTHON, assert_ok, clean_env, npuprof, script
 from npu_standin import calls, standin_env
 from outputs import status_records
 
@@ -33,10 +34,6 @@ DDP_STEPS = "8"
 
 def sessions(out: str) -> list[str]:
     return sorted(glob.glob(os.path.join(out, "*" + names.ASCEND_DIR_SUFFIX)))
-
-
-def rank_lines(stdout: str) -> list[str]:
-    return sorted(line for line in stdout.splitlines() if line.startswith("rank "))
 
 
 def window_steps_in(session: str) -> list[str]:
@@ -63,18 +60,21 @@ def four_ranks(tmp_path_factory):
     record = str(base / "torch_npu_calls.jsonl")
     flags = ["--backend", "npu", "--export-type", "text,db", "--stage-dir", stage]
     flags += ["--skip-first", "1", "--wait", "2", "--active", "1", "--repeat", "2"]
-    command = [*TORCHRUN, "--nproc_per_node", str(RANKS), DDP, "--steps", DDP_STEPS]
-    result = npuprof(["--output-dir", out, *flags, "--", *command], env=standin_env(record))
-    return out, stage, record, result
+    job = [*TORCHRUN[1:], "--nproc_per_node", str(RANKS), DDP, "--steps", DDP_STEPS]
+    # Each rank's results unchanged (the bare job runs without the stand-in on its path).
+    runs = profiled_against_bare(
+        job,
+        ["--output-dir", out, *flags],
+        env=standin_env(record),
+        bare_env=clean_env(),
+        compare=[("stdout", rank_lines)],
+    )
+    return out, stage, record, runs.profiled
 
 
 @pytest.mark.xdist_group("npu_sessions")
 def test_four_ranks_every_window_exported_moved_home_and_reported(four_ranks):
     out, stage, record, result = four_ranks
-    assert_ok(result)
-    bare = bare_run([*TORCHRUN[1:], "--nproc_per_node", str(RANKS), DDP, "--steps", DDP_STEPS])
-    assert_ok(bare)
-    assert rank_lines(result.stdout) == rank_lines(bare.stdout), "each rank's results unchanged"
     assert "exporting a trace failed" not in result.stderr, result.stderr
 
     records = sorted(status_records(out), key=lambda r: r["rank"])

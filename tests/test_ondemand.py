@@ -9,7 +9,8 @@ import sys
 import time
 
 import pytest
-from jobs import PYTHON, assert_ok, bare_run, clean_env, npuprof, script
+from compare import profiled_against_bare
+from jobs import PYTHON, assert_ok, clean_env, npuprof, script
 from outputs import status_records, step_counts
 
 from npuprof_launch.common import names, ondemand
@@ -85,15 +86,17 @@ def test_nothing_until_triggered_then_one_trace_per_trigger(out, stop):
 
 
 def test_job_results_are_unchanged(out, stop, tmp_path):
-    command = [sys.executable, SERVE, "--stop-file", stop, "--requests", "60"]
-    bare = bare_run(command[1:])
-    assert_ok(bare)
-    server = start_server(out, stop, command=command)
-    wait_for(lambda: status_records(out), "the server's first step")
-    npuprof(["--trigger", out, "--active", "2"])
-    stdout, stderr = server.communicate(timeout=120)
-    assert server.returncode == 0, stderr
-    assert stdout == bare.stdout
+    job = [SERVE, "--stop-file", stop, "--requests", "60"]
+
+    def triggered_once() -> subprocess.CompletedProcess:
+        """The server under the launcher, one window asked for while it serves its 60 requests."""
+        server = start_server(out, stop, command=[sys.executable, *job])
+        wait_for(lambda: status_records(out), "the server's first step")
+        npuprof(["--trigger", out, "--active", "2"])
+        stdout, stderr = server.communicate(timeout=120)
+        return subprocess.CompletedProcess(server.args, server.returncode, stdout, stderr)
+
+    profiled_against_bare(job, out=out, profiled=triggered_once)
 
 
 def test_trigger_without_a_job_fails(out, tmp_path):

@@ -13,7 +13,8 @@ import time
 
 import pytest
 from answers import answer_json, check_json
-from jobs import assert_ok, bare_run, clean_env, npuprof, script
+from compare import profiled_against_bare
+from jobs import assert_ok, clean_env, npuprof, script
 from outputs import status_records, torch_traces
 
 from npuprof_launch.common import deliverables
@@ -24,12 +25,7 @@ TRAIN = script("train_loop.py")
 
 
 def test_traces_are_compressed_off_the_step_and_still_hold_the_asked_for_steps(out):
-    bare = bare_run([TRAIN, "--steps", "8"])
-    result = npuprof(
-        ["--skip-first", "2", "--active", "3", "--output-dir", out, "--", sys.executable, TRAIN, "--steps", "8"]
-    )
-    assert_ok(result)
-    assert result.stdout == bare.stdout
+    profiled_against_bare([TRAIN, "--steps", "8"], ["--skip-first", "2", "--active", "3"], out=out)
     (trace,) = torch_traces(out)
     assert trace.endswith(".pt.trace.json.gz")
     assert deliverables.count_profiler_steps(trace) == 3

@@ -12,6 +12,7 @@ import re
 import sys
 
 import pytest
+from compare import profiled_against_bare
 from jobs import assert_ok, clean_env, npuprof, python, script
 from outputs import status_records, torch_traces
 
@@ -62,14 +63,8 @@ def test_ray_train_workers_killed_by_ray_leave_true_records(tmp_path):
     pytest.importorskip("ray.train", reason="install the ray extra: pip install torch==2.13.0 -e '.[ray]'")
     job = [script("ray_train_torchtrainer.py"), "--steps", "8"]
     env = clean_env(RAY_USAGE_STATS_ENABLED="0")
-    bare = python(job, env=env, timeout=600)
-    assert_ok(bare)
     out = str(tmp_path / "prof")
-    result = npuprof(
-        ["--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, *job], env=env, timeout=600
-    )
-    assert_ok(result)
-    assert result.stdout == bare.stdout
+    result = profiled_against_bare(job, ["--skip-first", "2", "--active", "2"], out=out, env=env, timeout=600).profiled
     records = sorted(status_records(out), key=lambda r: r["rank"])
     assert [(r["rank"], r["rank_source"], r["steps"]) for r in records] == [
         (0, "torch.distributed", 8),

@@ -12,11 +12,10 @@ tests/unit/test_job_numbering.py.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from answers import check_json, texts
-from jobs import assert_ok, bare_run, npuprof, python, script
+from compare import profiled_against_bare
+from jobs import assert_ok, npuprof, python, script
 from outputs import status_records, step_spans, torch_traces
 
 JOB = script("resume_job.py")
@@ -30,16 +29,13 @@ def resumed(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("resumed")
     checkpoint = str(root / "ckpt.pt")
     assert_ok(python([JOB, "--save", checkpoint, "--steps", "5"]))
-    resume = [sys.executable, JOB, "--load", checkpoint, "--steps", "10"]
-    bare = bare_run(resume[1:])
-    assert_ok(bare)
-    runs = {"bare": bare}
+    resume = [JOB, "--load", checkpoint, "--steps", "10"]
+    runs = {}
     for name, schedule in (
         ("skip", ["--skip-first", "1", "--active", "2"]),
         ("from", ["--from-step", "4", "--wait", "3", "--active", "2", "--repeat", "2"]),
     ):
-        out = str(root / name)
-        runs[name] = (npuprof([*schedule, "--output-dir", out, "--", *resume]), out)
+        runs[name] = profiled_against_bare(resume, schedule, out=str(root / name), compare=())
     return runs
 
 
@@ -49,10 +45,10 @@ def checksum(stdout: str) -> str:
 
 @pytest.mark.xdist_group("resumed")
 def test_a_resumed_runs_window_is_labelled_with_the_jobs_steps(resumed):
-    result, out = resumed["skip"]
-    assert_ok(result)
+    runs = resumed["skip"]
+    result, out = runs.profiled, runs.out
     assert "job steps 6-10" in result.stdout
-    assert checksum(result.stdout) == checksum(resumed["bare"].stdout), "the load is the job's, untouched"
+    runs.assert_same(("stdout", checksum))  # the load is the job's, untouched
     (trace,) = torch_traces(out)
     assert step_spans(trace) == ["ProfilerStep#7", "iteration#7", "ProfilerStep#8", "iteration#8"]
     (record,) = status_records(out)
@@ -68,9 +64,9 @@ def test_a_resumed_runs_window_is_labelled_with_the_jobs_steps(resumed):
 
 @pytest.mark.xdist_group("resumed")
 def test_from_step_places_windows_by_the_jobs_steps_and_tells_one_already_passed(resumed):
-    result, out = resumed["from"]
-    assert_ok(result)
-    assert checksum(result.stdout) == checksum(resumed["bare"].stdout)
+    runs = resumed["from"]
+    out = runs.out
+    runs.assert_same(("stdout", checksum))
     (trace,) = torch_traces(out)
     assert step_spans(trace) == ["ProfilerStep#9", "iteration#9", "ProfilerStep#10", "iteration#10"]
     (record,) = status_records(out)

@@ -10,9 +10,11 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 
 import pytest
-from jobs import PYTHON, ROOT, assert_ok, bare_run, clean_env, npuprof, python, script
+from compare import profiled_against_bare
+from jobs import PYTHON, ROOT, assert_ok, clean_env, npuprof, python, script
 from outputs import status_records, step_counts, torch_traces
 
 from npuprof_launch.launcher import launch
@@ -25,11 +27,11 @@ def job(*extra: str) -> list[str]:
     return [sys.executable, TRAIN, "--steps", "8", *extra]
 
 
-@pytest.fixture(scope="module")
-def bare_stdout() -> str:
-    result = bare_run(job()[1:])
-    assert_ok(result)
-    return result.stdout
+def against_bare(job_args: list[str], options: Sequence[str] = (), **kwargs) -> subprocess.CompletedProcess:
+    """The profiled run of ``python JOB_ARGS`` (a fault injected, the job wrapped), whose stdout must
+    be the bare ``train_loop.py --steps 8``'s: whatever happened to the profiler, the job's results
+    are its own. ``kwargs`` go to ``profiled_against_bare``."""
+    return profiled_against_bare(job_args, options, bare_job=job()[1:], **kwargs).profiled
 
 
 # -- 1. bad options are refused before the command starts ---------------------------------------
@@ -96,23 +98,21 @@ def hooked_env(**variables: str) -> dict[str, str]:
 
 
 @pytest.mark.xdist_group("robustness")
-def test_env_only_bad_value_warns_and_runs_unprofiled(tmp_path, bare_stdout):
+def test_env_only_bad_value_warns_and_runs_unprofiled(tmp_path):
     out = tmp_path / "o"
-    result = python(job()[1:], env=hooked_env(NPU_PROF_ACTIVE="abc", NPU_PROF_OUTPUT_DIR=str(out)))
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+    env = hooked_env(NPU_PROF_ACTIVE="abc", NPU_PROF_OUTPUT_DIR=str(out))
+    result = against_bare(job()[1:], profiled=lambda: python(job()[1:], env=env))
     warnings = [line for line in result.stderr.splitlines() if line.startswith("npuprof:")]
     assert warnings == ["npuprof: NPU_PROF_ACTIVE='abc': expected a whole number >= 1; this process runs unprofiled"]
     assert torch_traces(str(out)) == []
 
 
 @pytest.mark.xdist_group("robustness")
-def test_env_only_unwritable_output_dir_warns_and_runs_unprofiled(tmp_path, bare_stdout):
+def test_env_only_unwritable_output_dir_warns_and_runs_unprofiled(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    result = python(job()[1:], env=hooked_env(NPU_PROF_OUTPUT_DIR=str(blocker / "out")))
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+    env = hooked_env(NPU_PROF_OUTPUT_DIR=str(blocker / "out"))
+    result = against_bare(job()[1:], profiled=lambda: python(job()[1:], env=env))
     warnings = [line for line in result.stderr.splitlines() if line.startswith("npuprof:")]
     assert len(warnings) == 1 and "NPU_PROF_OUTPUT_DIR" in warnings[0] and "unprofiled" in warnings[0]
 
@@ -122,10 +122,8 @@ def test_env_only_unwritable_output_dir_warns_and_runs_unprofiled(tmp_path, bare
 
 @pytest.mark.xdist_group("robustness")
 @pytest.mark.parametrize("method", ["start", "step", "stop", "export_chrome_trace"])
-def test_profiler_fault_is_reported_and_the_job_goes_on(out, bare_stdout, method):
-    result = npuprof(["--skip-first", "2", "--active", "3", "--output-dir", out, "--", *job("--fault", method)])
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+def test_profiler_fault_is_reported_and_the_job_goes_on(out, method):
+    result = against_bare(job("--fault", method)[1:], ["--skip-first", "2", "--active", "3"], out=out)
     assert f"injected fault in profile.{method}" in result.stderr
     (record,) = status_records(out)
     assert record["steps"] == 8, "the clock keeps counting after a profiler failure"
@@ -135,36 +133,33 @@ def test_profiler_fault_is_reported_and_the_job_goes_on(out, bare_stdout, method
 
 
 @pytest.mark.xdist_group("robustness")
-def test_output_dir_replaced_by_a_file_during_the_run(out, bare_stdout):
-    result = npuprof(["--skip-first", "4", "--active", "2", "--output-dir", out, "--", *job("--break-output-at", "2")])
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+def test_output_dir_replaced_by_a_file_during_the_run(out):
+    result = against_bare(job("--break-output-at", "2")[1:], ["--skip-first", "4", "--active", "2"], out=out)
     assert "npuprof:" in result.stderr and "Not a directory" in result.stderr
 
 
 @pytest.mark.xdist_group("robustness")
-def test_output_dir_removed_during_the_run_is_recreated(out, bare_stdout):
-    result = npuprof(["--skip-first", "4", "--active", "2", "--output-dir", out, "--", *job("--remove-output-at", "2")])
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+def test_output_dir_removed_during_the_run_is_recreated(out):
+    against_bare(job("--remove-output-at", "2")[1:], ["--skip-first", "4", "--active", "2"], out=out)
     assert step_counts(out) == [2]
 
 
 @pytest.mark.xdist_group("robustness")
-def test_full_disk_while_exporting(out, bare_stdout):
+def test_full_disk_while_exporting(out):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
 
-    result = subprocess.run(
-        [PYTHON, "-m", "npuprof_launch", "--skip-first", "2", "--active", "3", "--output-dir", out, "--", *job()],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=small_files,
-    )
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+    def under_a_file_size_limit() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [PYTHON, "-m", "npuprof_launch", "--skip-first", "2", "--active", "3", "--output-dir", out, "--", *job()],
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            preexec_fn=small_files,
+        )
+
+    result = against_bare(job()[1:], out=out, profiled=under_a_file_size_limit)
     (record,) = status_records(out)
     assert record["state"] == "failed"
     assert any("wrote nothing" in error and "disk full" in error for error in record["errors"]), record["errors"]
@@ -188,7 +183,7 @@ def small_filesystem(tmp_path):
 
 
 @pytest.mark.xdist_group("robustness")
-def test_a_disk_the_job_filled_is_told_as_the_cause_not_its_effects(small_filesystem, bare_stdout):
+def test_a_disk_the_job_filled_is_told_as_the_cause_not_its_effects(small_filesystem):
     """The job's own files fill the output's filesystem before its first step: no record, no trace
     can be written, and the report says the disk is full instead of "none imported torch"."""
     filler = os.path.join(small_filesystem, "job_checkpoint.bin")
@@ -197,9 +192,7 @@ def test_a_disk_the_job_filled_is_told_as_the_cause_not_its_effects(small_filesy
         f"sys.argv = [{TRAIN!r}, '--steps', '8']\nrunpy.run_path({TRAIN!r}, run_name='__main__')\n"
     )
     out = os.path.join(small_filesystem, "out")
-    result = npuprof(["--skip-first", "2", "--active", "2", "--output-dir", out, "--", sys.executable, "-c", code])
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+    result = against_bare(["-c", code], ["--skip-first", "2", "--active", "2"], out=out)
     problems = result.stderr.split("npuprof: problems:")[-1]
     assert problems.lstrip().startswith(f"- the filesystem of {out} is full"), result.stderr
     assert "none imported torch" not in problems and "could not build the report" not in result.stderr
@@ -208,20 +201,20 @@ def test_a_disk_the_job_filled_is_told_as_the_cause_not_its_effects(small_filesy
 def test_broken_torch_fails_our_hook_not_the_job(tmp_path):
     env = clean_env(PYTHONPATH=os.path.join(FAKES, "broken_torch"))
     code = "import torch; print('job ran')"
-    bare = python(["-c", code], env=env)
-    result = npuprof(["--output-dir", str(tmp_path / "o"), "--", sys.executable, "-c", code], env=env)
-    assert bare.returncode == result.returncode == 0
-    assert result.stdout == bare.stdout == "job ran\n"
+    result = profiled_against_bare(["-c", code], out=str(tmp_path / "o"), env=env).profiled  # both exit 0
+    assert result.stdout == "job ran\n"
     assert "npuprof: post-import hook for torch failed" in result.stderr
 
 
 def test_a_job_without_torch_runs_as_usual(tmp_path):
     env = clean_env(PYTHONPATH=os.path.join(FAKES, "no_torch"))
     code = "import sys\ntry:\n import torch\nexcept ImportError:\n print('no torch')\nsys.exit(4)"
-    bare = python(["-c", code], env=env)
-    result = npuprof(["--output-dir", str(tmp_path / "o"), "--", sys.executable, "-c", code], env=env)
-    assert bare.returncode == result.returncode == 4
-    assert result.stdout == bare.stdout == "no torch\n"
+    runs = profiled_against_bare(
+        ["-c", code], out=str(tmp_path / "o"), env=env, ok=False, compare=("returncode", "stdout")
+    )
+    result = runs.profiled
+    assert result.returncode == 4
+    assert result.stdout == "no torch\n"
     assert "the command exited with status 4; 1 Python process loaded the hook, but none imported torch" in (
         result.stderr
     )
@@ -246,13 +239,10 @@ def test_raising_user_sitecustomize_behaves_as_without_the_tool(tmp_path):
     (site / "sitecustomize.py").write_text("raise RuntimeError('user site broke')\n")
     env = clean_env(PYTHONPATH=str(site))
     code = "import sys; print('main ran', 'sitecustomize' in sys.modules)"
-    bare = python(["-c", code], env=env)
-    result = npuprof(["--output-dir", str(tmp_path / "o"), "--", sys.executable, "-c", code], env=env)
-    assert result.returncode == bare.returncode == 0
-    assert result.stdout == bare.stdout
+    runs = profiled_against_bare(["-c", code], out=str(tmp_path / "o"), env=env)  # both exit 0, stdout the same
     expected = "Error in sitecustomize; set PYTHONVERBOSE for traceback:\nRuntimeError: user site broke\n"
-    assert bare.stderr == expected
-    assert result.stderr.startswith(expected)
+    assert runs.bare.stderr == expected
+    assert runs.profiled.stderr.startswith(expected)
 
 
 # -- 5. signals -----------------------------------------------------------------------------------
@@ -402,15 +392,13 @@ def test_nested_launcher_still_one_profiler(out):
 
 
 @pytest.mark.xdist_group("robustness")
-def test_hook_loaded_twice_still_one_profiler(out, bare_stdout):
+def test_hook_loaded_twice_still_one_profiler(out):
     code = (
         "import runpy, sys; import npuprof_launch.inprocess.hook as b; b.install(); "
         f"runpy.run_path({launch.HOOK_DIR + '/sitecustomize.py'!r}); "
         f"sys.argv = [{TRAIN!r}, '--steps', '8']; runpy.run_path(sys.argv[0], run_name='__main__')"
     )
-    result = npuprof(["--output-dir", out, "--", sys.executable, "-c", code])
-    assert_ok(result)
-    assert result.stdout == bare_stdout
+    against_bare(["-c", code], out=out)
     assert step_counts(out) == [1]
 
 

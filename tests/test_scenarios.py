@@ -7,7 +7,8 @@ import sys
 
 import pytest
 from answers import check_json, texts
-from jobs import ROOT, assert_ok, bare_run, clean_env, npuprof
+from compare import profiled_against_bare
+from jobs import ROOT, clean_env, npuprof
 from outputs import status_records, torch_traces
 
 from npuprof_launch.common import deliverables, names, options, scenarios
@@ -117,14 +118,8 @@ def test_infer_uses_its_defaults_and_only_the_calling_process_profiles(out):
     without a torch-backend warning about npu-only options the user never gave."""
     infer = os.path.join(EXAMPLES, "infer.py")
     server = f"import subprocess, sys, torch; subprocess.run([sys.executable, {infer!r}, '--steps', '6'], check=True)"
-    bare = bare_run(["-c", server])
-    assert_ok(bare)
-    result = npuprof(
-        ["--scenario", "infer", "--target", "infer_lib:Engine.step", "--output-dir", out]
-        + ["--", sys.executable, "-c", server]
-    )
-    assert_ok(result)
-    assert result.stdout == bare.stdout
+    options = ["--scenario", "infer", "--target", "infer_lib:Engine.step"]
+    result = profiled_against_bare(["-c", server], options, out=out).profiled
     assert "npu backend only" not in result.stderr
     (record,) = status_records(out)
     assert record["steps"] == 6 and record["argv"][0] == infer
@@ -143,14 +138,10 @@ def rl_env(**extra: str) -> dict[str, str]:
 def test_two_stages_in_one_process_each_with_its_own_output_and_steps(out):
     """Stages given in the variable (';'-separated): rollout calls 2 and 3, update call 3, each
     recorded from entry to return in its own folder; the job's output unchanged."""
-    bare = bare_run([RL, "--iterations", "6"], env=rl_env())
-    assert_ok(bare)
     env = rl_env(
         NPU_PROF_SCENARIO="rl", NPU_PROF_STAGE=f"{ROLLOUT},skip-first=1,active=2;{UPDATE},skip-first=2,active=1"
     )
-    result = npuprof(["--output-dir", out, "--", sys.executable, RL, "--iterations", "6"], env=env)
-    assert_ok(result)
-    assert result.stdout == bare.stdout
+    profiled_against_bare([RL, "--iterations", "6"], out=out, env=env, bare_env=rl_env())
     records = records_by_stage(out)
     assert set(records) == {"rollout", "update"}
     assert records["rollout"]["pid"] == records["update"]["pid"]
@@ -166,15 +157,12 @@ def test_two_stages_in_one_process_each_with_its_own_output_and_steps(out):
 
 
 def test_two_stages_in_two_processes(out):
-    bare = bare_run([RL, "--iterations", "5", "--split"], env=rl_env())
-    assert_ok(bare)
-    result = npuprof(
-        ["--scenario", "rl", "--stage", f"{ROLLOUT},skip-first=0,active=3", "--stage", f"{UPDATE},skip-first=3"]
-        + ["--output-dir", out, "--", sys.executable, RL, "--iterations", "5", "--split"],
+    profiled_against_bare(
+        [RL, "--iterations", "5", "--split"],
+        ["--scenario", "rl", "--stage", f"{ROLLOUT},skip-first=0,active=3", "--stage", f"{UPDATE},skip-first=3"],
+        out=out,
         env=rl_env(),
     )
-    assert_ok(result)
-    assert result.stdout == bare.stdout
     records = records_by_stage(out)
     assert records["rollout"]["pid"] != records["update"]["pid"]
     assert records["rollout"]["steps"] == records["update"]["steps"] == 5
@@ -187,16 +175,13 @@ def test_two_stages_in_two_processes(out):
 def test_stages_in_one_process_take_turns_with_its_one_profiler(out):
     """Step windows (range=0): rollout records calls 2-3 with update call 2 in between, so update's
     window, due at its call 2, starts at its call 3; the two profilers never overlap in time."""
-    bare = bare_run([RL, "--iterations", "6"], env=rl_env())
-    assert_ok(bare)
-    result = npuprof(
+    profiled_against_bare(
+        [RL, "--iterations", "6"],
         ["--scenario", "rl", "--stage", f"{ROLLOUT},skip-first=1,active=2,range=0"]
-        + ["--stage", f"{UPDATE},skip-first=1,active=1,range=0", "--output-dir", out]
-        + ["--", sys.executable, RL, "--iterations", "6"],
+        + ["--stage", f"{UPDATE},skip-first=1,active=1,range=0"],
+        out=out,
         env=rl_env(),
     )
-    assert_ok(result)
-    assert result.stdout == bare.stdout
     records = records_by_stage(out)
     assert records["rollout"]["window_steps"] == [2, 3]
     assert records["update"]["window_steps"] == [3, 3]
@@ -209,15 +194,12 @@ def test_stages_in_one_process_take_turns_with_its_one_profiler(out):
 
 
 def test_a_stage_that_never_runs_is_named_and_the_others_are_profiled(out):
-    bare = bare_run([RL, "--iterations", "3"], env=rl_env())
-    assert_ok(bare)
-    result = npuprof(
-        ["--scenario", "rl", "--stage", ROLLOUT, "--stage", "update=rl_lib:Learner.updat", "--output-dir", out]
-        + ["--", sys.executable, RL, "--iterations", "3"],
+    profiled_against_bare(
+        [RL, "--iterations", "3"],
+        ["--scenario", "rl", "--stage", ROLLOUT, "--stage", "update=rl_lib:Learner.updat"],
+        out=out,
         env=rl_env(),
     )
-    assert_ok(result)
-    assert result.stdout == bare.stdout
     assert [record["stage"] for record in status_records(out)] == ["rollout"]
     assert len(stage_traces(out, "rollout")) == 1
     code, report = check_json(out)

@@ -4,30 +4,15 @@ Kineto warning on the job's stderr, the job's step numbers on the timeline."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from answers import check_json
-from jobs import assert_ok, bare_run, npuprof, script
+from compare import Kept, profiled_against_bare, warning_lines, without_launcher_lines
+from jobs import script
 from outputs import status_records, torch_traces, windows
 
 from npuprof_launch.common import deliverables
 
 PATTERNS = script("patterns.py")
-
-
-def own_lines(stderr: str) -> list[str]:
-    """The job's stderr without npuprof's own lines (the summary and its indented rows)."""
-    lines, in_summary = [], False
-    for line in stderr.splitlines():
-        if line.startswith("npuprof:"):
-            in_summary = True
-            continue
-        if in_summary and line.startswith("  "):
-            continue
-        in_summary = False
-        lines.append(line)
-    return lines
 
 
 def timeline(path: str) -> list[dict]:
@@ -49,14 +34,11 @@ def timeline(path: str) -> list[dict]:
 
 
 def run_pattern(out: str, pattern: str, *args: str, schedule=("--skip-first", "4", "--active", "2")):
-    command = [sys.executable, PATTERNS, "--pattern", pattern, "--label", *args]
-    bare = bare_run(command[1:])
-    assert_ok(bare)
-    result = npuprof([*schedule, "--output-dir", out, "--", *command])
-    assert_ok(result)
-    assert result.stdout == bare.stdout, f"{pattern}: results must be bit-identical"
-    assert own_lines(result.stderr) == own_lines(bare.stderr), f"{pattern}: nothing added to the job's stderr"
-    return result
+    """The pattern's job, profiled: its results bit-identical, nothing added to its stderr."""
+    job = [PATTERNS, "--pattern", pattern, "--label", *args]
+    return profiled_against_bare(
+        job, schedule, out=out, compare=("stdout", ("stderr", without_launcher_lines))
+    ).profiled
 
 
 @pytest.mark.parametrize(
@@ -136,13 +118,11 @@ print("done")
 def test_a_warning_torch_raises_while_a_scaler_is_built_names_torchs_file_as_bare(out):
     """The scalers' steps are counted without a frame of ours in their construction: nanoGPT's
     scaler on a CPU warned from npuprof_launch/inprocess/optimizerclock.py, bare from torch's."""
-    bare = bare_run(["-c", SCALER_WARNS])
-    assert_ok(bare)
-    flags = ["--skip-first", "1", "--active", "2", "--output-dir", out]
-    result = npuprof([*flags, "--", sys.executable, "-c", SCALER_WARNS])
-    assert_ok(result)
-    warned = [line for line in bare.stderr.splitlines() if "Warning" in line]
-    assert warned and all(line in result.stderr.splitlines() for line in warned), (warned, result.stderr)
-    assert "npuprof_launch" not in "".join(line for line in result.stderr.splitlines() if "Warning" in line)
+    # Each warning of the bare job's is on the profiled one's stderr as it was.
+    runs = profiled_against_bare(
+        ["-c", SCALER_WARNS], ["--skip-first", "1", "--active", "2"], out=out, compare=[Kept("stderr", warning_lines)]
+    )
+    assert warning_lines(runs.bare.stderr), runs.bare.stderr
+    assert "npuprof_launch" not in "".join(warning_lines(runs.profiled.stderr))
     (record,) = status_records(out)
     assert record["steps"] == 5, "each scaler.step of the job's own subclass counts one step"

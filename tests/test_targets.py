@@ -8,7 +8,8 @@ import sysconfig
 
 import pytest
 from answers import check_json, texts
-from jobs import ROOT, assert_ok, bare_run, clean_env, npuprof, python, script
+from compare import profiled_against_bare
+from jobs import ROOT, assert_ok, clean_env, npuprof, python, script
 from outputs import status_records, step_counts, torch_traces
 
 from npuprof_launch.common import deliverables
@@ -32,21 +33,11 @@ def labels(out: str, prefix: str) -> list[str]:
     return [name for _, name in sorted(spans)]
 
 
-def run_both(args: list[str], job: list[str], env=None, cwd=None):
-    """The job without the launcher, then under it; the launcher's run must pass and print the same."""
-    bare = bare_run(job, env=env, cwd=cwd)
-    assert_ok(bare)
-    result = npuprof([*args, "--", sys.executable, *job], env=env, cwd=cwd)
-    assert_ok(result)
-    assert result.stdout == bare.stdout, "the job's output must be unchanged by the profiler"
-    return result
-
-
 def test_inference_example_five_steps_of_twenty(out):
     """Done when: --target infer_lib:Engine.step --skip-first 2 --active 5 writes one trace of 5 steps."""
-    run_both(
-        ["--target", "infer_lib:Engine.step", "--skip-first", "2", "--active", "5", "--output-dir", out],
+    profiled_against_bare(
         [os.path.join(EXAMPLES, "infer.py")],
+        ["--target", "infer_lib:Engine.step", "--skip-first", "2", "--active", "5", "--output-dir", out],
     )
     assert step_counts(out) == [5]
     (record,) = status_records(out)
@@ -59,9 +50,9 @@ def test_inference_example_five_steps_of_twenty(out):
 
 def test_main_function_defined_after_torch_three_steps(out):
     """Done when: --target __main__:generate_step --skip-first 1 --active 3 writes one trace of 3 steps."""
-    run_both(
-        ["--target", "__main__:generate_step", "--skip-first", "1", "--active", "3", "--output-dir", out],
+    profiled_against_bare(
         [script("generate_loop.py")],
+        ["--target", "__main__:generate_step", "--skip-first", "1", "--active", "3", "--output-dir", out],
     )
     assert step_counts(out) == [3]
     (record,) = status_records(out)
@@ -69,18 +60,18 @@ def test_main_function_defined_after_torch_three_steps(out):
 
 
 def test_main_method_target(out):
-    run_both(
-        ["--target", "__main__:Decoder.step", "--skip-first", "2", "--active", "2", "--output-dir", out],
+    profiled_against_bare(
         [script("generate_loop.py"), "--kind", "method", "--calls", "6"],
+        ["--target", "__main__:Decoder.step", "--skip-first", "2", "--active", "2", "--output-dir", out],
     )
     assert step_counts(out) == [2]
     assert status_records(out)[0]["steps"] == 6
 
 
 def test_main_function_defined_before_torch_is_imported(out):
-    run_both(
-        ["--target", "__main__:generate_step", "--skip-first", "0", "--active", "2", "--output-dir", out],
+    profiled_against_bare(
         [script("late_torch.py"), "5"],
+        ["--target", "__main__:generate_step", "--skip-first", "0", "--active", "2", "--output-dir", out],
     )
     assert step_counts(out) == [2]
     assert status_records(out)[0]["steps"] == 5
@@ -88,9 +79,9 @@ def test_main_function_defined_before_torch_is_imported(out):
 
 def test_first_call_already_running_is_counted_from_entry_to_return(out):
     """Called right after its def: the hook meets the first call in flight and still records it whole."""
-    run_both(
-        ["--target", "__main__:generate_step", "--skip-first", "0", "--active", "1", "--output-dir", out],
+    profiled_against_bare(
         [script("first_call.py")],
+        ["--target", "__main__:generate_step", "--skip-first", "0", "--active", "1", "--output-dir", out],
     )
     (record,) = status_records(out)
     assert record["steps"] == 2, "two outer calls, each recursing three times"
@@ -102,10 +93,10 @@ def test_first_call_already_running_is_counted_from_entry_to_return(out):
 def test_a_first_call_whose_name_was_loaded_before_the_hook_could_wrap_it_is_counted(out):
     """``train_step(k, *make_batch())``: the script loads the name, then calls make_batch (the event
     at which the hook wraps the function), then calls what it loaded: that call is still step 1."""
-    result = run_both(
-        ["--target", "__main__:train_step", "--skip-first", "0", "--active", "4", "--output-dir", out],
+    result = profiled_against_bare(
         [script("main_calls.py"), "--mode", "args", "--calls", "4"],
-    )
+        ["--target", "__main__:train_step", "--skip-first", "0", "--active", "4", "--output-dir", out],
+    ).profiled
     assert "train_step=4" in result.stdout
     (record,) = status_records(out)
     assert record["steps"] == 4 and record["windows"][0]["complete"], record
@@ -116,11 +107,11 @@ def test_a_first_call_whose_name_was_loaded_before_the_hook_could_wrap_it_is_cou
 
 def test_two_stages_in_main_are_both_counted(out):
     """npuprof's own watch of __main__ for the first stage is no 'other profiler' to the second."""
-    result = run_both(
+    result = profiled_against_bare(
+        [script("main_calls.py"), "--mode", "stages", "--calls", "5"],
         ["--scenario", "rl", "--stage", "rollout=__main__:rollout", "--stage", "update=__main__:update"]
         + ["--output-dir", out],
-        [script("main_calls.py"), "--mode", "stages", "--calls", "5"],
-    )
+    ).profiled
     assert "rollout=5 update=5" in result.stdout
     records = {record["stage"]: record for record in status_records(out)}
     assert {stage: r["steps"] for stage, r in records.items()} == {"rollout": 5, "update": 5}
@@ -142,9 +133,9 @@ def test_two_stages_in_main_are_both_counted(out):
 def test_every_kind_of_function_counts_one_step_per_outermost_call(out, kind, target):
     """Methods of each kind, nested classes, recursion and threads: 6 calls are 6 steps, the
     function looks the same to the job (name, qualname, docstring, signature), results unchanged."""
-    run_both(
-        ["--target", target, "--skip-first", "1", "--active", "3", "--output-dir", out],
+    profiled_against_bare(
         [TARGET_JOB, kind, "--calls", "6"],
+        ["--target", target, "--skip-first", "1", "--active", "3", "--output-dir", out],
         env=lib_env(),
     )
     (record,) = status_records(out)
@@ -159,9 +150,9 @@ def test_calls_on_other_threads_than_the_first_callers_run_unprofiled(out, mode)
     A profiler started on a thread that ends while it runs crashes the process at exit, so a
     window over several calls starts only on the main thread; a range window (one call) starts
     and stops on its own thread."""
-    run_both(
-        ["--target", "target_lib:step", mode, "--skip-first", "0", "--active", "2", "--output-dir", out],
+    profiled_against_bare(
         [TARGET_JOB, "worker-threads", "--calls", "6"],
+        ["--target", "target_lib:step", mode, "--skip-first", "0", "--active", "2", "--output-dir", out],
         env=lib_env(),
     )
     (record,) = status_records(out)
@@ -191,9 +182,9 @@ def test_an_async_def_target_s_step_is_its_await_not_the_call(out):
     """An ``async def``'s call returns a coroutine at once: its step is the await, so each recorded
     step's label holds that request's own work and the window holds requests 3-5, not the work of
     2-4 labelled by empty spans (what the plain wrapper gave)."""
-    run_both(
-        ["--target", "__main__:handle", "--skip-first", "2", "--active", "3", "--output-dir", out],
+    profiled_against_bare(
         [ASYNC_SERVE, "sequential"],
+        ["--target", "__main__:handle", "--skip-first", "2", "--active", "3", "--output-dir", out],
     )
     (record,) = status_records(out)
     assert record["steps"] == 12 and record["window_steps"] == [3, 5]
@@ -210,9 +201,9 @@ def test_an_async_def_target_s_step_is_its_await_not_the_call(out):
 
 def test_async_def_calls_awaited_together_are_one_step(out):
     """asyncio.gather of 3 requests at a time on one loop: their awaits overlap, so each batch is one step."""
-    run_both(
-        ["--target", "__main__:handle", "--skip-first", "1", "--active", "2", "--output-dir", out],
+    profiled_against_bare(
         [ASYNC_SERVE, "gather", "--requests", "12"],
+        ["--target", "__main__:handle", "--skip-first", "1", "--active", "2", "--output-dir", out],
     )
     (record,) = status_records(out)
     assert record["steps"] == 4 and step_counts(out) == [2]
@@ -222,10 +213,10 @@ def test_async_def_calls_awaited_together_are_one_step(out):
 
 def test_a_generator_function_target_is_told_that_its_work_falls_after_the_call(out):
     """A generator function's body runs as it is iterated, after the call returns: said, not hidden."""
-    result = run_both(
-        ["--target", "__main__:stream", "--skip-first", "0", "--active", "1", "--output-dir", out],
+    result = profiled_against_bare(
         [ASYNC_SERVE, "stream"],
-    )
+        ["--target", "__main__:stream", "--skip-first", "0", "--active", "1", "--output-dir", out],
+    ).profiled
     (record,) = status_records(out)
     assert any("is a generator function" in warning for warning in record["warnings"]), record["warnings"]
     assert "npuprof: target __main__:stream is a generator function" in result.stderr
@@ -233,9 +224,9 @@ def test_a_generator_function_target_is_told_that_its_work_falls_after_the_call(
 
 def test_module_imported_long_after_the_hook(out):
     """The target's module is first imported in the middle of the run, after torch and 3 other steps."""
-    run_both(
-        ["--target", "target_lib:step", "--skip-first", "0", "--active", "2", "--output-dir", out],
+    profiled_against_bare(
         [TARGET_JOB, "function", "--calls", "6", "--late"],
+        ["--target", "target_lib:step", "--skip-first", "0", "--active", "2", "--output-dir", out],
         env=lib_env(),
     )
     (record,) = status_records(out)
@@ -249,9 +240,9 @@ def test_module_imported_before_the_hook(out):
         "import target_lib, torch, site; site.main(); "
         "x = torch.ones(4, 16)\nfor _ in range(5): x = target_lib.step(x)\nprint(x.sum().item())"
     )
-    run_both(
-        ["--target", "target_lib:step", "--skip-first", "1", "--active", "2", "--output-dir", out],
+    profiled_against_bare(
         ["-S", "-c", job, os.path.dirname(TARGET_JOB), sysconfig.get_paths()["purelib"]],
+        ["--target", "target_lib:step", "--skip-first", "1", "--active", "2", "--output-dir", out],
     )
     (record,) = status_records(out)
     assert record["steps"] == 5 and step_counts(out) == [2]
@@ -269,9 +260,9 @@ def test_module_imported_before_the_hook(out):
 )
 def test_a_target_that_makes_no_step_is_named_with_the_reason(out, target, reason):
     """The job runs on unaffected; the report and --check name the target and why it made no step."""
-    result = run_both(
-        ["--target", target, "--output-dir", out], [TARGET_JOB, "function", "--calls", "3"], env=lib_env()
-    )
+    result = profiled_against_bare(
+        [TARGET_JOB, "function", "--calls", "3"], ["--target", target, "--output-dir", out], env=lib_env()
+    ).profiled
     assert f"--target {target} made no step" in result.stderr and reason in result.stderr
     assert "imported torch but never stepped" not in result.stderr, "the one process is the problem's, not an idle one"
     assert step_counts(out) == []
@@ -285,9 +276,9 @@ def test_a_target_that_makes_no_step_is_named_with_the_reason(out, target, reaso
 
 def test_range_mode_records_each_chosen_call_as_its_own_window(out):
     """--range: calls 3, 4 and 5, each from its entry to its return, one trace each."""
-    run_both(
-        ["--target", "infer_lib:Engine.step", "--range", "--skip-first", "2", "--active", "3", "--output-dir", out],
+    profiled_against_bare(
         [os.path.join(EXAMPLES, "infer.py"), "--steps", "8"],
+        ["--target", "infer_lib:Engine.step", "--range", "--skip-first", "2", "--active", "3", "--output-dir", out],
     )
     assert step_counts(out) == [1, 1, 1]
     assert labels(out, "Engine.step#") == ["Engine.step#3", "Engine.step#4", "Engine.step#5"]
@@ -299,10 +290,10 @@ def test_range_mode_records_each_chosen_call_as_its_own_window(out):
 
 def test_range_mode_with_wait_and_repeat(out):
     """skip 1, then twice: wait 1, record 1 -> calls 3 and 5."""
-    run_both(
+    profiled_against_bare(
+        [TARGET_JOB, "function", "--calls", "6"],
         ["--target", "target_lib:step", "--range", "--skip-first", "1", "--wait", "1", "--repeat", "2"]
         + ["--output-dir", out],
-        [TARGET_JOB, "function", "--calls", "6"],
         env=lib_env(),
     )
     assert labels(out, "step#") == ["step#3", "step#5"]
@@ -362,9 +353,9 @@ def test_wrapt_is_imported_only_in_processes_that_import_the_target_module(out):
 
 def test_target_replaces_the_optimizer_clock(out):
     """A training loop with --target counts calls of the target, never optimizer steps."""
-    run_both(
-        ["--target", "__main__:checksum", "--skip-first", "0", "--output-dir", out],
+    profiled_against_bare(
         [script("train_loop.py"), "--steps", "5"],
+        ["--target", "__main__:checksum", "--skip-first", "0", "--output-dir", out],
     )
     (record,) = status_records(out)
     assert record["clock"] == "target __main__:checksum" and record["steps"] == 1

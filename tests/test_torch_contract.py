@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch_sources
+from compare import profiled_against_bare
 from jobs import PYTHON, ROOT, clean_env
 
 PACKAGE = os.path.join(ROOT, "npuprof_launch")
@@ -929,13 +930,14 @@ def test_the_installed_torch_gets_the_copy_and_trains_the_same(tmp_path):
             """
         )
     )
-    env = clean_env()
-    bare = subprocess.run([PYTHON, str(job)], env=env, capture_output=True, text=True, check=True)
-    launch = [PYTHON, "-m", "npuprof_launch", "--skip-first", "100", "--output-dir", str(tmp_path / "out"), "--"]
-    hooked = subprocess.run([*launch, PYTHON, str(job)], env=env, capture_output=True, text=True, check=True, cwd=ROOT)
-    assert bare.stdout.splitlines()[0] == "False 3 3"
-    assert hooked.stdout.splitlines()[0] == "True 3 3"
-    assert hooked.stdout.splitlines()[1] == bare.stdout.splitlines()[1]
+    runs = profiled_against_bare([str(job)], ["--skip-first", "100"], out=str(tmp_path / "out"), cwd=ROOT, compare=())
+    assert runs.bare.stdout.splitlines()[0] == "False 3 3"
+    assert runs.profiled.stdout.splitlines()[0] == "True 3 3"
+
+    def weights(stdout: str) -> str:
+        return stdout.splitlines()[1]
+
+    runs.assert_same(("stdout", weights))
 
 
 def _profile_methods(release) -> dict[str, str]:
