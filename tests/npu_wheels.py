@@ -24,9 +24,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MASTER = "2.15.0+git9e73e70"
 #: Releases read from sources checked in here rather than from a wheel: CI reaches only PyPI.
 SOURCE_DIRS = {MASTER: os.path.join(HERE, "npu_sources", "master-2.15")}
-#: The releases the contract tests check (the issue's list: oldest, the 2.4.0 without async_mode,
-#: 2.6.0 without mstx, 2.9.0 without HostSystem.NUMA, the newest on PyPI (2.14.0, the newest
-#: 2.14.x there on 2026-12-01) and master's 2.15).
+#: The releases the contract tests check: the oldest, the 2.4.0 without async_mode, 2.6.0 without
+#: mstx, 2.9.0 without HostSystem.NUMA, the newest on PyPI (2.14.0, the newest 2.14.x there on
+#: 2026-12-01) and master's 2.15.
 RELEASES = ("2.1.0.post8", "2.4.0", "2.6.0", "2.9.0", "2.14.0", MASTER)
 #: Where the first msPTI profiler for torch.profiler appeared: 2.12.0.post2 lacks it, 2.12.0.post3
 #: (a backport) and 2.13.0 have it. Read only by the msPTI contract test.

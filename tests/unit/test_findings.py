@@ -1,6 +1,6 @@
 """The findings' statistics on synthetic step times (in-process, standard library, microseconds).
 
-Every case issue 25 names: alike ranks with noise give no finding, one rank 10 %, 30 % or 100 %
+Each case of a slow rank or a spike: alike ranks with noise give no finding, one rank 10 %, 30 % or 100 %
 slower in every step is found, overlapping ranks and millisecond steps are not, a 10x step is a
 spike, the tool's steps never are, and a spike beside the aftercare is undecidable unless
 overwhelming.

@@ -2,7 +2,7 @@
 its own, the folders the aftercare makes, a staged session tree moved home whole, and a window kept
 as raw data (--no-analyse) that nothing waits for and the report tells as kept, not as a problem.
 
-Each of these failed on every Ascend machine from 2026-12-01 on (issue 35): no test reached them,
+Each of these failed on every Ascend machine from 2026-12-01 on: no test reached them,
 since the torch_npu stand-in wrote no session directory."""
 
 from __future__ import annotations

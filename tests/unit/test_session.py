@@ -204,7 +204,7 @@ def test_a_window_cut_short_keeps_its_whole_steps(tmp_path):
 
 def test_the_step_under_way_when_a_window_is_cut_short_is_stopped_as_unfinished(tmp_path):
     """Steps 2-4 ended; the profiler's ProfilerStep#5 and our iteration#5, opened at the last
-    boundary, belong to a step the process never finished (issue 27, uneven inputs)."""
+    boundary, belong to a step the process never finished (a rank out of data, as with uneven inputs)."""
     made, backend = session(tmp_path, **{"skip-first": 1, "active": 5})
     steps(made, 4)
     made.flush("the end of the process")
