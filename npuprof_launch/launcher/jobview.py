@@ -27,6 +27,8 @@ SPIKES_SHOWN = 5
 #: Spikes evenly spaced are told as a period from this many on (three at random steps of a hundred
 #: fall evenly apart about once in fifty runs; the line says where to look, not what it is).
 PERIOD_MIN_SPIKES = 3
+#: The spikes a period is looked for among (the first ones in step order): the search is quadratic.
+PERIOD_SEARCHED = 200
 #: Out of lockstep, the ranks' last this many steps are compared step by step (4 bytes a step read
 #: from each rank's file), and at most this many slow ranks named (the next among the rest each time).
 COMPARED_STEPS = 1024
@@ -140,8 +142,12 @@ def summarize(
         }
         if not job["slow_ranks"]:
             job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
-    job["spikes"], job["undecidable_spikes"], held = _spikes(timed)
-    job["spike_period"] = _period(job["spikes"])
+    job["spikes"], undecidable, held = _spikes(timed)
+    job["spike_period"] = _period(job["spikes"], undecidable)
+    if job["spike_period"]:  # the job's own periodic work: a wait for a CPU in it explains nothing away
+        on = set(job["spike_period"]["steps"])
+        undecidable = [spike for spike in undecidable if spike["step"] not in on or not spike.get("cpu_wait")]
+    job["undecidable_spikes"] = undecidable[:SPIKES_SHOWN]
     job["spikes"] = job["spikes"][:SPIKES_SHOWN]
     beside = [spike for spike in job["undecidable_spikes"] if spike.get("beside_aftercare")]
     job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], beside, held)
@@ -275,7 +281,7 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
             undecidable.append(group)
     grouped.sort(key=lambda item: (-item["vs_median"], item["step"]))
     undecidable.sort(key=lambda item: (-item["vs_median"], item["step"]))
-    return grouped, undecidable[:SPIKES_SHOWN], held
+    return grouped, undecidable, held
 
 
 def _own_wait_explains(item: dict) -> bool:
@@ -296,17 +302,37 @@ def _waited_for_theirs(item: dict, own: list[dict], owner: dict[int, tuple[dict,
     )
 
 
-def _period(spikes: list[dict]) -> dict | None:
-    """``{"every": D, "steps": [...]}`` when the job's spikes, PERIOD_MIN_SPIKES of them or more,
-    of one stage, are all exactly D steps apart (D >= 2): what the job does every D steps (an
-    evaluation, logging, a save, a new data shard) is where to look; else None."""
-    steps = sorted({spike["step"] for spike in spikes})
-    if len(steps) < PERIOD_MIN_SPIKES or len({spike.get("stage") for spike in spikes}) > 1:
+def _period(spikes: list[dict], waited: Sequence[dict] = ()) -> dict | None:
+    """``{"every": D, "steps": [...]}`` when the job's spikes, of one stage, hold PERIOD_MIN_SPIKES
+    or more exactly D steps apart (D >= 2), unbroken: what the job does every D steps (an
+    evaluation, logging, a save, a new data shard) is where to look; else None.
+
+    The spikes a wait for a CPU explains count too (``waited``): a step of the job's own periodic
+    work waits for a CPU in proportion on a busy machine, and such waits took the period away
+    (tried beside a CPU hog: a job evaluating every 10 steps, told as a period in 2 of 4 runs; on 4
+    ranks every evaluation went under CPU waits). Every spike must be on the progression, or, with
+    others beside it, the progression must hold PERIOD_MIN_SPIKES + 1 of them and most spikes (those
+    a wait for a CPU explains off it are the machine's and not counted): three random spikes of a
+    hundred steps are evenly spaced too often to tell."""
+    every = [*spikes, *(spike for spike in waited if spike.get("cpu_wait"))]
+    steps = sorted({spike["step"] for spike in every})
+    if len(steps) < PERIOD_MIN_SPIKES or len({spike.get("stage") for spike in every}) > 1:
         return None
-    gaps = {b - a for a, b in zip(steps, steps[1:])}
-    if len(gaps) != 1 or min(gaps) < 2:
+    present = set(steps)
+    best: list[int] = []
+    for index, first in enumerate(steps[:PERIOD_SEARCHED]):
+        for second in steps[index + 1 : PERIOD_SEARCHED]:
+            run = [first, second]
+            while run[-1] + (second - first) in present:
+                run.append(run[-1] + second - first)
+            if second - first >= 2 and len(run) > len(best):
+                best = run
+    # Spikes a wait for a CPU explains off the progression are the machine's, not against it.
+    counted = {spike["step"] for spike in spikes} | set(best)
+    alone = len(best) == len(counted)
+    if len(best) < PERIOD_MIN_SPIKES or not (alone or (len(best) > PERIOD_MIN_SPIKES and 2 * len(best) > len(counted))):
         return None
-    return {"every": gaps.pop(), "steps": steps}
+    return {"every": best[1] - best[0], "steps": best}
 
 
 def period_text(period: dict) -> str:

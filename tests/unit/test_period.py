@@ -1,0 +1,45 @@
+"""The job's own periodic work (an evaluation, a save every N steps) is told as its period on a
+busy machine too: the spikes a wait for a CPU explains count toward it, and a spike beside the
+period does not hide it; three spikes evenly apart by chance among others are no period."""
+
+from __future__ import annotations
+
+from npuprof_launch.common import stepstats
+from npuprof_launch.launcher import jobview
+
+TYPICAL = 0.025
+
+
+def job_with(spiky: dict[int, float], waits: dict[int, float] | None = None, steps: int = 60) -> dict:
+    """One process whose steps in ``spiky`` take that long, each waiting ``waits[step]`` for a CPU."""
+    durations = [spiky.get(step, TYPICAL + step * 1e-7) for step in range(2, steps + 1)]
+    blocks = [[step, step, seconds] for step, seconds in sorted((waits or {}).items())]
+    cpu_wait = {"blocks": blocks, "covered": [[2, steps]], "at_most_s": 0.0} if waits is not None else None
+    stats = stepstats.rank_stats(durations, cpu_wait=cpu_wait)
+    return jobview.summarize([{"rank": 0, "steps": steps, "step_stats": stats}])
+
+
+def test_an_evaluation_every_10_steps_stays_a_period_when_cpu_waits_explain_some_of_its_steps():
+    evals = {11: 0.40, 21: 0.41, 31: 0.40, 41: 0.42, 51: 0.40}
+    waited = {21: 0.39, 41: 0.40}  # a busy machine: these two evaluation steps waited for a CPU
+    job = job_with(evals, waited)
+    assert job["spike_period"] == {"every": 10, "steps": [11, 21, 31, 41, 51]}
+    assert [s["step"] for s in job["undecidable_spikes"]] == [], "the period's steps are the job's work"
+
+
+def test_a_spike_beside_the_period_does_not_hide_it_but_three_by_chance_among_others_are_none():
+    assert job_with({11: 0.4, 21: 0.4, 31: 0.4, 41: 0.4, 47: 0.5})["spike_period"] == {
+        "every": 10,
+        "steps": [11, 21, 31, 41],
+    }
+    assert job_with({7: 0.4, 13: 0.4, 19: 0.4, 40: 0.5, 52: 0.4})["spike_period"] is None
+    assert job_with({7: 0.4, 13: 0.4, 19: 0.4})["spike_period"] == {"every": 6, "steps": [7, 13, 19]}
+
+
+def test_spikes_a_cpu_wait_explains_off_the_period_are_the_machine_s_and_do_not_hide_it():
+    """Seen beside two CPU hogs: evaluations at steps 11, 21, ..., 51, and five steps (32-35, 54)
+    whose waits for a CPU explain them; the period was lost among them."""
+    noise = {32: 0.3, 33: 0.3, 34: 0.3, 35: 0.3, 54: 0.3}
+    job = job_with({11: 0.4, 21: 0.4, 31: 0.4, 41: 0.4, 51: 0.4, **noise}, waits={s: 0.29 for s in noise})
+    assert job["spike_period"] == {"every": 10, "steps": [11, 21, 31, 41, 51]}
+    assert sorted(s["step"] for s in job["undecidable_spikes"]) == [32, 33, 34, 35, 54]
