@@ -373,7 +373,7 @@ class Session:
                 worker=self.worker,
             )
         except backends.Declined as exc:
-            self._decline(str(exc))
+            self._decline(str(exc), exc.outcome)
             return False
         except Exception as exc:  # noqa: BLE001
             self._fail("creating the profiler", exc)
@@ -557,11 +557,11 @@ class Session:
         self._lifecycle.window_closed()
         self.write_safely()
 
-    def _decline(self, reason: str) -> None:
+    def _decline(self, reason: str, outcome: str | None = None) -> None:
         """Another profiler owns this process: say why once, start nothing, keep counting steps."""
         self.declined = reason
-        if reason == outcomes.JOB_PROFILER_SENTENCE:
-            self.note_outcome(outcomes.JOB_PROFILER, self.steps + self.step_offset)
+        if outcome is not None:  # said as data (the job's own profiler): its kind, never its sentence
+            self.note_outcome(outcome, self.steps + self.step_offset)
         else:
             self.note_warning(reason)
         self.state = State.OFF
@@ -574,7 +574,7 @@ class Session:
         if self.window is None:
             return
         self.flush("job_profiler")
-        self._decline(coexist.REASON)
+        self._decline(coexist.REASON, outcomes.JOB_PROFILER)
 
     # -- the process's end ----------------------------------------------------------------------
 

@@ -48,7 +48,12 @@ class Backend(Protocol):
 
 class Declined(Exception):
     """The backend will not profile this process, for a reason the user must hear but that is not a
-    failure: another profiler owns it (torch_npu's dynamic profiler, msMonitor, msprof)."""
+    failure: another profiler owns it (torch_npu's dynamic profiler, msMonitor, msprof, the job's
+    own). ``outcome``: the outcomes.py kind that says it as data, where there is one."""
+
+    def __init__(self, reason: str, outcome: str | None = None) -> None:
+        super().__init__(reason)
+        self.outcome = outcome
 
 
 def npu_available() -> bool:

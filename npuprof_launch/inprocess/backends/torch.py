@@ -20,7 +20,7 @@ import tempfile
 import time
 import warnings
 
-from npuprof_launch.common import files, names, options
+from npuprof_launch.common import files, names, options, outcomes
 from npuprof_launch.inprocess import coexist
 from npuprof_launch.inprocess.backends import Declined
 
@@ -239,7 +239,7 @@ class TorchBackend:
     def build(self, *, config, window, on_trace_ready, output_dir: str, worker: str):
         """The profiler of one window; ``output_dir`` and ``worker`` are only needed at export time here."""
         if coexist.job_profiler_active():
-            raise Declined(coexist.REASON)
+            raise Declined(coexist.REASON, outcomes.JOB_PROFILER)
         import torch
         import torch.profiler as profiler_module
 
