@@ -20,9 +20,10 @@ import random
 import string
 import time
 from datetime import datetime, timezone
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 from torch_npu import _switches
+from torch_npu.profiler import _standin_collectives as collectives
 
 FRAMEWORK = "FRAMEWORK"
 OP_RANGE = "torch.op_range"
@@ -93,13 +94,15 @@ def start(session: str, cpu: bool, npu: bool) -> None:
     _write(os.path.join(device, f"info.json.{device_id()}"), json.dumps({"DeviceInfo": [{"id": device_id()}]}))
 
 
-def stop(session: str, ranges: list[Range]) -> None:
-    """What a window's stop flushes: the recorded ranges, and the device data."""
+def stop(session: str, ranges: list[Range], found: Optional[list] = None) -> None:
+    """What a window's stop flushes: the recorded ranges and collectives (``torch.standin_comm``,
+    _standin_collectives.py), and the device data."""
     framework = os.path.join(session, FRAMEWORK)
     cann = prof_dir(session)
     if os.path.isdir(framework):
         _write(os.path.join(framework, OP_RANGE), "".join(json.dumps(r._asdict()) + "\n" for r in ranges))
         _write(os.path.join(framework, OP_MARK), "")
+        collectives.write(framework, found or [])
     end = {"collectionTimeEnd": str(time.time_ns() // 1000), "clockMonotonicRaw": str(time.monotonic_ns())}
     if cann:
         _write(os.path.join(cann, HOST, "end_info"), json.dumps(end))

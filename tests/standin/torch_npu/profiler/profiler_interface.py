@@ -15,6 +15,7 @@ import uuid
 
 import torch
 
+from torch_npu.profiler import _standin_collectives as collectives
 from torch_npu.profiler import _standin_raw as raw
 from torch_npu.profiler._profiler_path_creator import ProfPathCreator
 from torch_npu.profiler.analysis._npu_profiler import NpuProfiler
@@ -76,6 +77,8 @@ class _ProfInterface:
         self.trace_id = ""
         #: The ``ProfilerStep#`` ranges the window recorded (the real C++ profiler's records).
         self.ranges: list = []
+        #: The CPU profile under a recording window that sees the job's collectives (_standin_collectives.py).
+        self._collectives = None
 
     def _traces(self, name: str) -> bool:
         return any(activity.name == name for activity in self.activities)
@@ -96,9 +99,12 @@ class _ProfInterface:
         self.start_monotonic = time.monotonic_ns()
         self.start_cnt = int(self.start_monotonic * SYSCNT_FREQ / 1000)
         raw.start(self.prof_path, cpu=self._traces("CPU"), npu=self._traces("NPU"))
+        self._collectives = collectives.Capture() if self._traces("NPU") else None
 
     def stop_trace(self) -> None:
-        raw.stop(self.prof_path, self.ranges)
+        found = self._collectives.stop() if self._collectives is not None else []
+        self._collectives = None
+        raw.stop(self.prof_path, self.ranges, found)
 
     def finalize_trace(self) -> None:
         self._dump_profiler_info()

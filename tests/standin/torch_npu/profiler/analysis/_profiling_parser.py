@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from typing import NamedTuple, Optional
 
 from torch_npu import _switches
+from torch_npu.profiler import _standin_collectives as collectives
 from torch_npu.profiler import _standin_raw as raw
 from torch_npu.profiler.analysis import _standin_output as files
 from torch_npu.profiler.analysis.prof_common_func._constant import Constant, print_info_msg, print_warn_msg
@@ -55,6 +56,7 @@ class Window(NamedTuple):
     rank_id: object
     level: str
     cann: str
+    comms: list
 
 
 class ProfilingParser:
@@ -135,6 +137,7 @@ class ProfilingParser:
             rank_id=recorded.rank_id,
             level=recorded.level,
             cann=cann,
+            comms=_comms(self._profiler_path) if cann else [],
         )
 
     def _forked_step(self, name: str, window: Window) -> None:
@@ -258,8 +261,19 @@ def _export_cann(window: Window) -> None:
     print_info_msg(f"CANN profiling data parsed in a total time of {_now() - started}")
 
 
+def _comms(session: str) -> list:
+    """The window's HCCL operations: the job's collectives captured while it recorded."""
+    return [
+        files.Comm(c.op_type, c.group, c.seq, c.start_ns, c.end_ns, c.bytes, c.world, c.rank)
+        for c in collectives.read(session)
+    ]
+
+
 def _trace_view(window: Window) -> None:
-    files.write_trace_view(window.output, window.steps, window.kernels, window.pid, window.tid, window.device)
+    spans = window.spans if window.cann else None
+    files.write_trace_view(
+        window.output, window.steps, window.kernels, window.pid, window.tid, window.device, window.comms, spans
+    )
 
 
 def _kernel_details(window: Window) -> None:
@@ -281,11 +295,21 @@ def _operator_details(window: Window) -> None:
 def _step_trace_time(window: Window) -> None:
     if window.kernels:
         header = files.STEP_TRACE_TIME_HEADERS[__version__]
-        files.write_step_trace_time(window.output, window.spans, window.kernels, window.device, header)
+        files.write_step_trace_time(window.output, window.spans, window.kernels, window.device, header, window.comms)
+
+
+def _communication(window: Window) -> None:
+    files.write_communication(window.output, window.comms, window.steps)
 
 
 def _db(window: Window) -> None:
-    files.make_db(os.path.join(window.output, files.db_name(window.rank_id)), npu_info=bool(window.cann))
+    """DbParser: the pytorch db (STEP_TIME from the framework's steps, COMMUNICATION_OP from CANN's
+    data), and analysis.db where the real one writes it: with CANN data, above Level_none."""
+    path = os.path.join(window.output, files.db_name(window.rank_id))
+    files.make_db(path, npu_info=bool(window.cann))
+    files.add_db_tables(path, window.comms, window.steps)
+    if window.cann and window.level != Constant.LEVEL_NONE:
+        files.write_analysis_db(window.output, window.comms, window.steps, window.spans, window.kernels, window.device)
 
 
 #: The parse steps that write a file, by the real parser's class name; the others only log.
@@ -297,4 +321,5 @@ WRITERS = {
     "OperatorViewParser": _operator_details,
     "TraceStepTimeParser": _step_trace_time,
     "DbParser": _db,
+    "CommunicationParser": _communication,
 }

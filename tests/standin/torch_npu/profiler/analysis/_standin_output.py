@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import sqlite3
 from typing import NamedTuple, Optional
 
@@ -144,10 +145,18 @@ def write_json(path: str, data) -> None:
 
 
 def write_trace_view(
-    output: str, steps: list[Step], found: list[Kernel], pid: Optional[int], tid: int, device: int
+    output: str,
+    steps: list[Step],
+    found: list[Kernel],
+    pid: Optional[int],
+    tid: int,
+    device: int,
+    comms: tuple = (),
+    spans: Optional[list[Step]] = None,
 ) -> None:
     """The timeline: the process's steps and operators (none when ``pid`` is None: no FRAMEWORK
-    data), the device's kernels, and the flows from each operator to its kernel."""
+    data), the device's kernels, and the flows from each operator to its kernel; with CANN data
+    (``spans``), the HCCL operations and the overlap analysis (``trace_events``)."""
     device_pid = DEVICE_PID_BASE + device
     events: list[dict] = []
     if pid is not None:
@@ -177,6 +186,8 @@ def write_trace_view(
             {"ph": "s", **flow, "pid": pid, "tid": tid, "ts": launch["ts"]},
             {"ph": "f", **flow, "pid": device_pid, "tid": STREAM, "ts": us(kernel.start_ns)},
         ]
+    if spans is not None:
+        events += trace_events(found, list(comms), spans, device)
     write_json(os.path.join(output, TRACE_VIEW), events)
 
 
@@ -237,16 +248,18 @@ def write_operator_details(output: str, found: list[Kernel]) -> None:
 
 
 def write_step_trace_time(
-    output: str, steps: list[Step], found: list[Kernel], device: int, header: list[str] = STEP_TRACE_TIME_HEADER
+    output: str,
+    steps: list[Step],
+    found: list[Kernel],
+    device: int,
+    header: list[str] = STEP_TRACE_TIME_HEADER,
+    comms: tuple = (),
 ) -> None:
-    """Per step, in the columns ``header``: its time computing (kernels) and free, no communication
-    (TraceStepTimeParser)."""
+    """Per step, in the columns ``header``: the overlap analysis of its kernels and its HCCL
+    operations (``step_times``; TraceStepTimeParser)."""
     rows = []
-    for step in steps:
-        computing = sum(kernel.dur_ns for kernel in found if kernel.step == step.number) / 1000
-        free = max((step.end_ns - step.start_ns) / 1000 - computing, 0.0)
-        values = {"Device_id": device, "Step": "" if step.number is None else step.number}
-        values.update(Computing=computing, Free=round(free, 3))
+    for values in step_times(steps, found, list(comms)):
+        values["Device_id"] = device
         rows.append([values.get(column, 0.0) for column in header])
     write_csv(os.path.join(output, STEP_TRACE_TIME), header, rows)
 
@@ -272,5 +285,548 @@ def make_db(path: str, npu_info: bool = True, rows: bool = True) -> None:
                 "INSERT INTO TASK VALUES (?, ?, 0, ?)", [(i * 10, i * 10 + 5, i) for i in range(500)]
             )
             connection.execute("INSERT INTO PYTORCH_API VALUES (0, 100, 1)")
+    connection.close()
+    os.chmod(path, 0o640)
+
+
+# --- Communication: the job's real collectives as HCCL operations ---------------------------------
+#
+# Sources (torch_npu 2.14.0 wheel): prof_view/_communication_parser.py (communication.json,
+# communication_matrix.json: keys, the split by step, "Total Op Info", the matrix's top1/middle/
+# bottom/total integration), prof_view/_trace_step_time_parser.py (step_trace_time.csv from the
+# timeline's "Computing", "Communication", "Communication(Not Overlapped)", "Free" events of a
+# process labelled "NPU {id}"), prof_view/prof_db_parse/_communication_db_parser.py and
+# _trace_step_time_db_parser.py (analysis.db's CommAnalyzer* and StepTraceTime tables, and the
+# COMMUNICATION_OP columns it reads), prof_view/prof_db_parse/_step_info_db_parser.py (STEP_TIME),
+# prof_view/prof_db_parse/_db_parser.py (analysis.db only with CANN data and a level above
+# Level_none), prof_common_func/_constant.py (DbConstant's names, TableColumnsManager's columns).
+
+COMMUNICATION = "communication.json"
+COMMUNICATION_MATRIX = "communication_matrix.json"
+DB_ANALYSIS = "analysis.db"
+TIME_INFO = "Communication Time Info"
+BANDWIDTH_INFO = "Communication Bandwidth Info"
+TOTAL_OP_INFO = "Total Op Info"
+#: The regex CommunicationParser.get_comm_type takes an op's type with (for the matrix's names).
+HCCL_PATTERN = (
+    r"send|reduce|invalid|broadcast|allreduce|"
+    "receive|allgather|reducescatter|scatter|alltoall|alltoallv|alltoallvc|batchsendrecv"
+)
+#: CANN's transport types in an op's bandwidth info; the stand-in's ops move over HCCS (one node).
+TRANSPORT_TYPES = ("HCCS", "PCIE", "RDMA", "SDMA")
+LINK = "HCCS"
+#: The link's bandwidth the stand-in assumes, GB/s (= MB/ms): an op's transit time is its bytes at
+#: this speed (at most its elapse time); the rest of its elapse time is waiting for the others.
+LINK_GB_S = 20.0
+#: The timeline's "Overlap Analysis" process of a device (CANN's msprof timeline), its pid offset.
+OVERLAP_PID_BASE = 3_000_000
+COMM_PID_BASE = 4_000_000
+OVERLAP_THREADS = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
+#: COMMUNICATION_OP's columns (msprof's table; _trace_step_time_db_parser.py reads opName, startNs,
+#: endNs, connectionId, opName through STRING_IDS).
+COMMUNICATION_OP_COLUMNS = [
+    ("opName", "INTEGER"),
+    ("startNs", "INTEGER"),
+    ("endNs", "INTEGER"),
+    ("connectionId", "INTEGER"),
+    ("groupName", "INTEGER"),
+    ("opId", "INTEGER"),
+    ("relay", "INTEGER"),
+    ("retry", "INTEGER"),
+    ("dataType", "INTEGER"),
+    ("algType", "INTEGER"),
+    ("count", "NUMERIC"),
+    ("opType", "INTEGER"),
+]
+#: TableColumnsManager.TableColumns (prof_common_func/_constant.py) of the tables written here.
+STEP_TIME_COLUMNS = [("id", "INTEGER"), ("startNs", "INTEGER"), ("endNs", "INTEGER")]
+STEP_TRACE_TIME_COLUMNS = [
+    ("deviceId", "INTEGER"),
+    ("step", "TEXT"),
+    ("computing", "NUMERIC"),
+    ("communication_not_overlapped", "NUMERIC"),
+    ("overlapped", "NUMERIC"),
+    ("communication", "NUMERIC"),
+    ("free", "NUMERIC"),
+    ("stage", "NUMERIC"),
+    ("bubble", "NUMERIC"),
+    ("communication_not_overlapped_and_exclude_receive", "NUMERIC"),
+    ("preparing", "NUMERIC"),
+]
+ANALYZER_TIME_COLUMNS = [
+    ("hccl_op_name", "TEXT"),
+    ("group_name", "TEXT"),
+    ("start_timestamp", "NUMERIC"),
+    ("elapse_time", "NUMERIC"),
+    ("transit_time", "NUMERIC"),
+    ("wait_time", "NUMERIC"),
+    ("synchronization_time", "NUMERIC"),
+    ("idle_time", "NUMERIC"),
+    ("step", "TEXT"),
+    ("type", "TEXT"),
+]
+ANALYZER_BANDWIDTH_COLUMNS = [
+    ("hccl_op_name", "TEXT"),
+    ("group_name", "TEXT"),
+    ("transport_type", "TEXT"),
+    ("transit_size", "NUMERIC"),
+    ("transit_time", "NUMERIC"),
+    ("bandwidth", "NUMERIC"),
+    ("large_packet_ratio", "NUMERIC"),
+    ("package_size", "NUMERIC"),
+    ("count", "NUMERIC"),
+    ("total_duration", "NUMERIC"),
+    ("step", "TEXT"),
+    ("type", "TEXT"),
+]
+ANALYZER_MATRIX_COLUMNS = [
+    ("hccl_op_name", "TEXT"),
+    ("group_name", "TEXT"),
+    ("src_rank", "TEXT"),
+    ("dst_rank", "TEXT"),
+    ("transport_type", "TEXT"),
+    ("transit_size", "NUMERIC"),
+    ("transit_time", "NUMERIC"),
+    ("bandwidth", "NUMERIC"),
+    ("step", "TEXT"),
+    ("type", "TEXT"),
+    ("op_name", "TEXT"),
+]
+
+
+class Comm(NamedTuple):
+    """One HCCL operation of the window: a real collective of the job (its gloo work range)."""
+
+    op_type: str
+    group: str
+    seq: int
+    start_ns: int
+    end_ns: int
+    bytes: int
+    world: int
+    rank: int
+
+    @property
+    def name(self) -> str:
+        """HCCL's op name, ``hcom_{type}__{group tag}_{seq}_1``: the same op has the same name on every rank."""
+        tag = sum(self.group.encode()) % 1000
+        return f"hcom_{self.op_type}__{tag}_{self.seq}_1"
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}@{self.group}"
+
+    def times_ms(self) -> dict:
+        """Elapse, transit, wait, synchronization, idle (ms): transit at LINK_GB_S, the rest waiting."""
+        elapse = (self.end_ns - self.start_ns) / 1e6
+        transit = min(elapse, self.bytes / 1e6 / LINK_GB_S)
+        wait = elapse - transit
+        return {"elapse": elapse, "transit": transit, "wait": wait, "sync": wait, "idle": 0.0}
+
+    def links(self) -> list[str]:
+        """The links this rank sends on: a ring (all-reduce & co.), or the root's sends (broadcast...)."""
+        if self.world < 2:
+            return []
+        if self.op_type in ("broadcast", "scatter"):
+            return [f"{self.rank}-{dst}" for dst in range(self.world) if dst != self.rank] if self.rank == 0 else []
+        return [f"{self.rank}-{(self.rank + 1) % self.world}"]
+
+
+def step_of(comm: Comm, steps: list[Step]) -> Optional[Step]:
+    """The step an op fell in, by its start (CommunicationParser.split_comm_op_by_step: a window of
+    one step takes all of them)."""
+    if len(steps) == 1:
+        return steps[0]
+    for step in steps:
+        if step.start_ns <= comm.start_ns <= step.end_ns:
+            return step
+    return None
+
+
+def step_key(step: Optional[Step]) -> str:
+    return "step" if step is None or step.number is None else f"step{step.number}"
+
+
+def _ratio(dividend: float, divisor: float) -> float:
+    return 0 if abs(divisor) < 1e-15 else round(dividend / divisor, 4)
+
+
+def time_info(comm: Comm) -> dict:
+    t = comm.times_ms()
+    return {
+        "Start Timestamp(us)": comm.start_ns / 1000,
+        "Elapse Time(ms)": t["elapse"],
+        "Transit Time(ms)": t["transit"],
+        "Wait Time(ms)": t["wait"],
+        "Synchronization Time(ms)": t["sync"],
+        "Idle Time(ms)": t["idle"],
+        "Wait Time Ratio": _ratio(t["wait"], t["wait"] + t["transit"]),
+        "Synchronization Time Ratio": _ratio(t["sync"], t["sync"] + t["transit"]),
+    }
+
+
+def bandwidth_info(comm: Comm) -> dict:
+    t = comm.times_ms()
+    found = {}
+    for transport in TRANSPORT_TYPES:
+        size = comm.bytes / 1e6 if transport == LINK else 0.0
+        used = t["transit"] if transport == LINK else 0.0
+        found[transport] = {
+            "Transit Time(ms)": used,
+            "Transit Size(MB)": size,
+            "Bandwidth(GB/s)": _ratio(size, used),
+            "Large Packet Ratio": 0.0,
+            "Size Distribution": {str(size): [1, used]} if used else {},
+        }
+    return found
+
+
+def _total(ops: dict) -> None:
+    """CommunicationParser.compute_total_info: the sums, and the ratios of the sums (its bandwidth
+    ratio is computed and dropped, so a total has no Bandwidth(GB/s))."""
+    if not ops:
+        return
+    times: dict = {}
+    bands: dict = {}
+    for info in ops.values():
+        for name, value in info[TIME_INFO].items():
+            if name not in ("Wait Time Ratio", "Synchronization Time Ratio", "Start Timestamp(us)"):
+                times[name] = times.get(name, 0.0) + value
+        for transport, part in info[BANDWIDTH_INFO].items():
+            total = bands.setdefault(transport, {"Transit Time(ms)": 0, "Transit Size(MB)": 0, "Size Distribution": {}})
+            total["Transit Time(ms)"] += part["Transit Time(ms)"]
+            total["Transit Size(MB)"] += part["Transit Size(MB)"]
+            for size, (count, used) in part["Size Distribution"].items():
+                was = total["Size Distribution"].setdefault(size, [0, 0])
+                was[0] += count
+                was[1] += used
+    times["Wait Time Ratio"] = _ratio(
+        times.get("Wait Time(ms)", 0), times.get("Wait Time(ms)", 0) + times.get("Transit Time(ms)", 0)
+    )
+    times["Synchronization Time Ratio"] = _ratio(
+        times.get("Synchronization Time(ms)", 0),
+        times.get("Transit Time(ms)", 0) + times.get("Synchronization Time(ms)", 0),
+    )
+    ops[TOTAL_OP_INFO] = {TIME_INFO: times, BANDWIDTH_INFO: bands}
+
+
+def _p2p(comm: Comm) -> bool:
+    return comm.name.lower().startswith(("hcom_send", "hcom_receive", "hcom_batchsendrecv"))
+
+
+def by_step(comms: list[Comm], steps: list[Step]) -> dict:
+    """step key -> the ops in it, in order (the ops outside every step are left out, as the real one)."""
+    found: dict = {}
+    if not steps:
+        return {"step": list(comms)} if comms else {}
+    for comm in comms:
+        step = step_of(comm, steps)
+        if step is not None:
+            found.setdefault(step_key(step), []).append(comm)
+    return found
+
+
+def communication(comms: list[Comm], steps: list[Step]) -> dict:
+    """communication.json: per step, {"p2p": {...}, "collective": {...}}, each op by ``name@group``
+    with its time and bandwidth info, and a "Total Op Info" where there are ops."""
+    output = {}
+    for key, ops in by_step(comms, steps).items():
+        split = {"p2p": {}, "collective": {}}
+        for comm in ops:
+            split["p2p" if _p2p(comm) else "collective"][comm.key] = {
+                TIME_INFO: time_info(comm),
+                BANDWIDTH_INFO: bandwidth_info(comm),
+            }
+        _total(split["p2p"])
+        _total(split["collective"])
+        output[key] = split
+    return output
+
+
+def _integrate(ops: list[Comm]) -> dict:
+    """CommunicationParser.get_comm_type and integrate_matrix_data: the ops of a type and group, per
+    link, as "{type}-top1@group", "-middle", "-bottom1..3", "-total"."""
+    grouped: dict = {}
+    for comm in ops:
+        found = re.search(HCCL_PATTERN, comm.name.lower())
+        kind = found.group() if found else comm.name.split("__")[0]
+        t = comm.times_ms()
+        for link in comm.links():
+            data = {
+                "Transport Type": LINK,
+                "Transit Size(MB)": comm.bytes / 1e6,
+                "Transit Time(ms)": t["transit"],
+                "Bandwidth(GB/s)": _ratio(comm.bytes / 1e6, t["transit"]),
+                "Op Name": comm.name,
+            }
+            grouped.setdefault((kind, comm.group, link), []).append(data)
+    output: dict = {}
+    for (kind, group, link), data in grouped.items():
+        data.sort(key=lambda x: x["Bandwidth(GB/s)"], reverse=True)
+        size = sum(x["Transit Size(MB)"] for x in data)
+        used = sum(x["Transit Time(ms)"] for x in data)
+        output.setdefault(f"{kind}-top1@{group}", {})[link] = data[0]
+        output.setdefault(f"{kind}-middle@{group}", {})[link] = data[len(data) // 2]
+        output.setdefault(f"{kind}-bottom1@{group}", {})[link] = data[-1]
+        output.setdefault(f"{kind}-total@{group}", {})[link] = {
+            "Transport Type": data[0]["Transport Type"],
+            "Transit Size(MB)": size,
+            "Transit Time(ms)": used,
+            "Bandwidth(GB/s)": _ratio(size, used),
+        }
+        if len(data) >= 2:
+            output.setdefault(f"{kind}-bottom2@{group}", {})[link] = data[-2]
+        if len(data) >= 3:
+            output.setdefault(f"{kind}-bottom3@{group}", {})[link] = data[-3]
+    return output
+
+
+def communication_matrix(comms: list[Comm], steps: list[Step]) -> dict:
+    output = {}
+    for key, ops in by_step([c for c in comms if c.links()], steps).items():
+        output[key] = {
+            "p2p": _integrate([c for c in ops if _p2p(c)]),
+            "collective": _integrate([c for c in ops if not _p2p(c)]),
+        }
+    return output
+
+
+def write_communication(output: str, comms: list[Comm], steps: list[Step]) -> None:
+    """CommunicationParser: both files, only when the window made collectives (CANN's analysis of
+    a window without any has no communication data, and the real one then writes neither)."""
+    if not comms:
+        return
+    write_json(os.path.join(output, COMMUNICATION), communication(comms, steps))
+    matrix = communication_matrix(comms, steps)
+    if matrix:
+        write_json(os.path.join(output, COMMUNICATION_MATRIX), matrix)
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
+def _minus(spans: list[tuple[int, int]], taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    left = []
+    for start, end in spans:
+        pieces = [(start, end)]
+        for t0, t1 in taken:
+            pieces = [p for a, b in pieces for p in ((a, min(b, t0)), (max(a, t1), b)) if p[1] > p[0]]
+        left += pieces
+    return left
+
+
+def overlap(span: Step, found: list[Kernel], comms: list[Comm]) -> dict:
+    """CANN's overlap analysis of one span: the intervals computing (kernels), communicating (the
+    HCCL ops), communicating while not computing, and free (neither), clipped to the span."""
+
+    def clip(spans):
+        return [
+            (max(a, span.start_ns), min(b, span.end_ns))
+            for a, b in spans
+            if min(b, span.end_ns) > max(a, span.start_ns)
+        ]
+
+    computing = _merge(clip([(k.start_ns, k.start_ns + k.dur_ns) for k in found]))
+    comm = _merge(clip([(c.start_ns, c.end_ns) for c in comms]))
+    alone = _merge(_minus(comm, computing))
+    busy = _merge(computing + comm)
+    free = _minus([(span.start_ns, span.end_ns)], busy)
+    return {"Computing": computing, "Communication": comm, "Communication(Not Overlapped)": alone, "Free": free}
+
+
+def _us_sum(spans) -> float:
+    return sum(b - a for a, b in spans) / 1000
+
+
+def step_times(spans: list[Step], found: list[Kernel], comms: list[Comm]) -> list[dict]:
+    """TraceStepTimeParser's numbers per span (us): from the overlap analysis; Overlapped is
+    Communication less Not Overlapped, Stage the span's first to last task less Bubble (no
+    hcom_receive here), Preparing its first task's start less the step's."""
+    rows = []
+    for span in spans:
+        parts = overlap(span, found, comms)
+        tasks = parts["Computing"] + parts["Communication"]
+        stage = (max(b for _, b in tasks) - min(a for a, _ in tasks)) / 1000 if tasks else 0.0
+        prepare = (min(a for a, _ in tasks) - span.start_ns) / 1000 if tasks else 0.0
+        communication_us = _us_sum(parts["Communication"])
+        alone = _us_sum(parts["Communication(Not Overlapped)"])
+        rows.append(
+            {
+                "Step": "" if span.number is None else span.number,
+                "Computing": round(_us_sum(parts["Computing"]), 3),
+                "Communication(Not Overlapped)": round(alone, 3),
+                "Overlapped": round(communication_us - alone, 3),
+                "Communication": round(communication_us, 3),
+                "Free": round(_us_sum(parts["Free"]), 3),
+                "Stage": round(stage, 3),
+                "Bubble": 0.0,
+                "Communication(Not Overlapped and Exclude Receive)": round(alone, 3),
+                "Preparing": round(prepare, 3),
+            }
+        )
+    return rows
+
+
+def trace_events(found: list[Kernel], comms: list[Comm], spans: list[Step], device: int) -> list[dict]:
+    """The device's HCCL operations (a "Communication" process, one thread per group, as CANN's
+    timeline) and its "Overlap Analysis" process (the events TraceStepTimeParser counts)."""
+    events: list[dict] = []
+    if comms:
+        pid = COMM_PID_BASE + device
+        events += [
+            {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "Communication"}},
+            {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": f"NPU {device}"}},
+        ]
+        groups = sorted({c.group for c in comms})
+        for tid, group in enumerate(groups):
+            events.append(
+                {
+                    "ph": "M",
+                    "name": "thread_name",
+                    "pid": pid,
+                    "tid": tid,
+                    "args": {"name": f"Group {group} Communication"},
+                }
+            )
+        for index, comm in enumerate(comms):
+            args = {"connection_id": index, "model id": 4294967295, "data_type": "FP32", "alg_type": "RING"}
+            args.update(count=comm.bytes // 4, relay="no", retry="no")
+            event = _x(comm.name, pid, groups.index(comm.group), comm.start_ns, comm.end_ns - comm.start_ns, None)
+            events.append({**event, "args": args})
+    pid = OVERLAP_PID_BASE + device
+    body = []
+    for span in spans:
+        for name, intervals in overlap(span, found, comms).items():
+            tid = OVERLAP_THREADS.index(name)
+            body += [{**_x(name, pid, tid, a, b - a, None), "args": {}} for a, b in intervals]
+    if body:
+        events += [
+            {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "Overlap Analysis"}},
+            {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": f"NPU {device}"}},
+        ]
+        events += [
+            {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}
+            for tid, name in enumerate(OVERLAP_THREADS)
+        ]
+        events += body
+    return events
+
+
+def _create(connection, table: str, columns: list[tuple[str, str]]) -> None:
+    connection.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {t}' for n, t in columns)})")
+
+
+def add_db_tables(path: str, comms: list[Comm], steps: list[Step]) -> None:
+    """STEP_TIME (StepInfoDbParser.save_step_time) and COMMUNICATION_OP (msprof's, its names in
+    STRING_IDS) into an ascend_pytorch_profiler db."""
+    connection = sqlite3.connect(path)
+    with connection:
+        if steps:
+            _create(connection, "STEP_TIME", STEP_TIME_COLUMNS)
+            connection.executemany(
+                "INSERT INTO STEP_TIME VALUES (?, ?, ?)", [(s.number, s.start_ns, s.end_ns) for s in steps]
+            )
+        if comms:
+            _create(connection, "COMMUNICATION_OP", COMMUNICATION_OP_COLUMNS)
+            next_id = (connection.execute("SELECT MAX(id) FROM STRING_IDS").fetchone()[0] or 0) + 1
+            ids: dict = {}
+            for text in [*(c.name for c in comms), *(c.group for c in comms), *(c.op_type for c in comms)]:
+                if text not in ids:
+                    ids[text] = next_id
+                    next_id += 1
+            connection.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(i, t) for t, i in ids.items()])
+            rows = [
+                (
+                    ids[c.name],
+                    c.start_ns,
+                    c.end_ns,
+                    index,
+                    ids[c.group],
+                    c.seq,
+                    0,
+                    0,
+                    0,
+                    0,
+                    c.bytes // 4,
+                    ids[c.op_type],
+                )
+                for index, c in enumerate(comms)
+            ]
+            connection.executemany(f"INSERT INTO COMMUNICATION_OP VALUES ({', '.join('?' * 12)})", rows)
+    connection.close()
+
+
+def write_analysis_db(
+    output: str, comms: list[Comm], steps: list[Step], spans: list[Step], found: list[Kernel], device: int
+) -> None:
+    """analysis.db (DbParser's ANALYSIS_DB_MAP): StepTraceTime (TraceStepTimeDbParser), and the
+    CommAnalyzerTime, CommAnalyzerBandwidth, CommAnalyzerMatrix tables (CommunicationDbParser, when
+    CANN's analysis has communication data), rows as the text export's."""
+    path = os.path.join(output, DB_ANALYSIS)
+    connection = sqlite3.connect(path)
+    with connection:
+        _create(connection, "StepTraceTime", STEP_TRACE_TIME_COLUMNS)
+        names = [title for title, _ in zip(STEP_TRACE_TIME_HEADER[1:], STEP_TRACE_TIME_COLUMNS[1:])]
+        rows = [[device, *(row[name] for name in names)] for row in step_times(spans, found, comms)]
+        connection.executemany(f"INSERT INTO StepTraceTime VALUES ({', '.join('?' * 11)})", rows)
+        if comms:
+            _create(connection, "CommAnalyzerTime", ANALYZER_TIME_COLUMNS)
+            _create(connection, "CommAnalyzerBandwidth", ANALYZER_BANDWIDTH_COLUMNS)
+            _create(connection, "CommAnalyzerMatrix", ANALYZER_MATRIX_COLUMNS)
+            for key, ops in by_step(comms, steps).items():
+                for comm in ops:
+                    kind = "p2p" if _p2p(comm) else "collective"
+                    t = comm.times_ms()
+                    connection.execute(
+                        "INSERT INTO CommAnalyzerTime VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            comm.name,
+                            comm.group,
+                            comm.start_ns / 1000,
+                            t["elapse"],
+                            t["transit"],
+                            t["wait"],
+                            t["sync"],
+                            t["idle"],
+                            key,
+                            kind,
+                        ),
+                    )
+                    for transport, part in bandwidth_info(comm).items():
+                        connection.execute(
+                            "INSERT INTO CommAnalyzerBandwidth VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (comm.name, comm.group, transport, part["Transit Size(MB)"], part["Transit Time(ms)"])
+                            + (
+                                part["Bandwidth(GB/s)"],
+                                0.0,
+                                part["Transit Size(MB)"],
+                                1 if part["Transit Time(ms)"] else 0,
+                            )
+                            + (part["Transit Time(ms)"], key, kind),
+                        )
+            for key, split in communication_matrix(comms, steps).items():
+                for kind, ops in split.items():
+                    for name, links in ops.items():
+                        matrix_name, group = name.split("@", 1)
+                        for link, info in links.items():
+                            src, dst = link.split("-")
+                            connection.execute(
+                                "INSERT INTO CommAnalyzerMatrix VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                (matrix_name, group, src, dst, info["Transport Type"], info["Transit Size(MB)"])
+                                + (
+                                    info["Transit Time(ms)"],
+                                    info["Bandwidth(GB/s)"],
+                                    key,
+                                    kind,
+                                    info.get("Op Name", ""),
+                                ),
+                            )
     connection.close()
     os.chmod(path, 0o640)
