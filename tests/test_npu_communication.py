@@ -115,5 +115,4 @@ def test_the_rank_that_computes_more_waits_least(uneven):
                 db_waits[rank] += db.execute("SELECT SUM(wait_time) FROM CommAnalyzerTime").fetchone()[0]
     assert min(text_waits, key=text_waits.get) == SLOW, text_waits
     assert min(db_waits, key=db_waits.get) == SLOW, db_waits
-    others = min(wait for rank, wait in text_waits.items() if rank != SLOW)
-    assert text_waits[SLOW] < others / 2, text_waits
+    assert db_waits[SLOW] == pytest.approx(text_waits[SLOW]), "the db's waits are the text's"
