@@ -220,3 +220,22 @@ def test_written_dbs_hold_the_tables(tmp_path):
     assert rows == [(comms[0].name, "step3", "collective"), (comms[1].name, "step3", "collective")] + [
         (comms[2].name, "step4", "collective")
     ]
+
+
+def test_analysis_db_columns_of_2_4_0():
+    """2.4.0's StepTraceTime has no deviceId (its step_trace_time.csv no Device_id); the rest alike."""
+    old = release_source("2.4.0")
+    constant_text = _text(old, CONSTANT)
+    db = _class_constants(constant_text, "DbConstant")
+    columns = _table_columns(constant_text)
+    types = {attr: _sql_type(constant_text, attr) for attr in ("SQL_TEXT_TYPE", "SQL_INTEGER_TYPE", "SQL_NUMERIC_TYPE")}
+
+    def real(table):
+        return [(name, types[kind]) for name, kind in columns[table]]
+
+    assert real(db["TABLE_STEP_TRACE_TIME"]) == files.STEP_TRACE_TIME_COLUMNS_BY_RELEASE["2.4.0"]
+    assert real(db["TABLE_STEP_TIME"]) == files.STEP_TIME_COLUMNS
+    assert real(db["TABLE_ANALYZER_TIME"]) == files.ANALYZER_TIME_COLUMNS
+    assert real(db["TABLE_ANALYZER_BANDWIDTH"]) == files.ANALYZER_BANDWIDTH_COLUMNS
+    assert real(db["TABLE_ANALYZER_MATRIX"]) == files.ANALYZER_MATRIX_COLUMNS
+    assert files.DB_ANALYSIS == db["DB_ANALYSIS"]

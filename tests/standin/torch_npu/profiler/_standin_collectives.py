@@ -168,7 +168,7 @@ class Capture:
                     start_ns=start,
                     end_ns=start + max(int(work.duration_ns()), 1),
                     launch_ns=int(call.start_ns()),
-                    bytes=_bytes(call),
+                    bytes=_bytes(work) or _bytes(call),
                     world=world,
                     rank=rank,
                 )
@@ -177,11 +177,23 @@ class Capture:
 
 
 #: Bytes per element of the dtypes torch reports.
-_SIZES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8, "int": 4, "bool": 1}
+_SIZES = {
+    "float": 4,
+    "double": 8,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "long int": 8,
+    "int": 4,
+    "bool": 1,
+    "unsigned char": 1,
+    "signed char": 1,
+    "short int": 2,
+}
 
 
 def _bytes(event) -> int:
-    """The bytes of the tensors the call was given, from the shapes and dtypes torch recorded."""
+    """The bytes of the tensors an op was given, from the shapes and dtypes torch recorded (gloo's
+    worker range records its flat buffer; the dispatcher's call has a TensorList, no shapes)."""
     try:
         shapes, dtypes = event.shapes(), event.dtypes()
     except Exception:  # noqa: BLE001

@@ -309,7 +309,10 @@ def _db(window: Window) -> None:
     files.make_db(path, npu_info=bool(window.cann))
     files.add_db_tables(path, window.comms, window.steps)
     if window.cann and window.level != Constant.LEVEL_NONE:
-        files.write_analysis_db(window.output, window.comms, window.steps, window.spans, window.kernels, window.device)
+        columns = files.STEP_TRACE_TIME_COLUMNS_BY_RELEASE[__version__]
+        files.write_analysis_db(
+            window.output, window.comms, window.steps, window.spans, window.kernels, window.device, columns
+        )
 
 
 #: The parse steps that write a file, by the real parser's class name; the others only log.

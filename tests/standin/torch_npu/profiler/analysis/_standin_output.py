@@ -353,6 +353,8 @@ STEP_TRACE_TIME_COLUMNS = [
     ("communication_not_overlapped_and_exclude_receive", "NUMERIC"),
     ("preparing", "NUMERIC"),
 ]
+#: StepTraceTime's columns by release imitated (2.4.0's have no deviceId, as its csv no Device_id).
+STEP_TRACE_TIME_COLUMNS_BY_RELEASE = {"2.14.0": STEP_TRACE_TIME_COLUMNS, "2.4.0": STEP_TRACE_TIME_COLUMNS[1:]}
 ANALYZER_TIME_COLUMNS = [
     ("hccl_op_name", "TEXT"),
     ("group_name", "TEXT"),
@@ -764,7 +766,13 @@ def add_db_tables(path: str, comms: list[Comm], steps: list[Step]) -> None:
 
 
 def write_analysis_db(
-    output: str, comms: list[Comm], steps: list[Step], spans: list[Step], found: list[Kernel], device: int
+    output: str,
+    comms: list[Comm],
+    steps: list[Step],
+    spans: list[Step],
+    found: list[Kernel],
+    device: int,
+    step_columns: list[tuple[str, str]] = STEP_TRACE_TIME_COLUMNS,
 ) -> None:
     """analysis.db (DbParser's ANALYSIS_DB_MAP): StepTraceTime (TraceStepTimeDbParser), and the
     CommAnalyzerTime, CommAnalyzerBandwidth, CommAnalyzerMatrix tables (CommunicationDbParser, when
@@ -772,10 +780,13 @@ def write_analysis_db(
     path = os.path.join(output, DB_ANALYSIS)
     connection = sqlite3.connect(path)
     with connection:
-        _create(connection, "StepTraceTime", STEP_TRACE_TIME_COLUMNS)
-        names = [title for title, _ in zip(STEP_TRACE_TIME_HEADER[1:], STEP_TRACE_TIME_COLUMNS[1:])]
-        rows = [[device, *(row[name] for name in names)] for row in step_times(spans, found, comms)]
-        connection.executemany(f"INSERT INTO StepTraceTime VALUES ({', '.join('?' * 11)})", rows)
+        _create(connection, "StepTraceTime", step_columns)
+        names = STEP_TRACE_TIME_HEADER[2:]  # Computing ... Preparing, the columns after step
+        rows = [[device, row["Step"], *(row[name] for name in names)] for row in step_times(spans, found, comms)]
+        if len(step_columns) < len(STEP_TRACE_TIME_COLUMNS):
+            rows = [row[1:] for row in rows]
+        marks = ", ".join("?" * len(step_columns))
+        connection.executemany(f"INSERT INTO StepTraceTime VALUES ({marks})", rows)
         if comms:
             _create(connection, "CommAnalyzerTime", ANALYZER_TIME_COLUMNS)
             _create(connection, "CommAnalyzerBandwidth", ANALYZER_BANDWIDTH_COLUMNS)
