@@ -252,7 +252,8 @@ def test_an_error_torch_npus_profiler_prints_reaches_the_record_and_fails_check(
     assert "[ERROR] [" in result.stdout and problem in result.stdout, "torch_npu's own line is unchanged"
     (status,) = status_records(out)
     assert status["profiler_messages"] == {"error": 1}
-    assert any(problem in error for error in status["errors"]), status["errors"]
+    assert [problem in error for error in status["profiler_errors"]] == [True], status["profiler_errors"]
+    assert status["errors"] == [], "the profiler's words are kept apart from the tool's failures"
     code, report = check_json(out)
     assert code == 1
     # Printed in the job's process and logged by the parse: told once, as the log has it.

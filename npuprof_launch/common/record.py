@@ -90,6 +90,9 @@ class StatusRecord(TypedDict):
     #: What happened, as data: outcomes.py's {"kind", "step", ...fields}; the sentences are in warnings.
     outcomes: list[dict]
     errors: list[str]
+    #: The errors the profiler itself printed, in its words (None in a record written before they
+    #: were kept apart: there they are sentences among ``errors``).
+    profiler_errors: list[str] | None
     declined: str | None
     #: The whole-run step times file, relative to the output directory (None when off).
     step_times: str | None
@@ -159,6 +162,7 @@ DEFAULTS: StatusRecord = {
     "warnings": [],
     "outcomes": [],
     "errors": [],
+    "profiler_errors": None,
     "declined": None,
     "step_times": None,
     "step_stats": None,

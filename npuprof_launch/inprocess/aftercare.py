@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         pass
     outcome: dict = {"status": "running", "started_ns": time.time_ns(), "pid": os.getpid(), "traces": [], "left": []}
-    outcome.update(errors=[], summary=None, bytes={}, plain_bytes={})
+    outcome.update(errors=[], logged=[], summary=None, bytes={}, plain_bytes={})
     _write(args.result, outcome)
     try:
         for trace in args.traces:
@@ -228,9 +228,12 @@ def _tree_state(path: str) -> tuple[int, int, float]:
 
 
 def _count_npu_log_errors(session_dir: str, outcome: dict) -> None:
-    """torch_npu's parse workers log to ``logs/*.log`` in the session directory (2.1.0.post17, 2.6+)."""
+    """torch_npu's parse workers log to ``logs/*.log`` in the session directory (2.1.0.post17, 2.6+):
+    each error is a problem (``errors``), and its line as logged is kept (``logged``) for the report
+    to tell an error the job's process printed and the parse logged once."""
     for line in deliverables.npu_log_errors(session_dir):
         outcome["errors"].append(names.NPU_LOGGED + line)
+        outcome["logged"].append(line)
 
 
 def _size(path: str) -> int:

@@ -26,6 +26,8 @@ class Notes:
         self.errors: list[str] = []
         #: How many errors and warnings the profiler itself logged.
         self.profiler_messages: dict[str, int] = {}
+        #: The errors the profiler printed, its own words (the report tells each, once).
+        self.profiler_errors: list[str] = []
 
     def note_warning(self, message: str) -> None:
         if message not in self.warnings:
@@ -44,7 +46,9 @@ class Notes:
         counts = self.profiler_messages
         counts[kind] = counts.get(kind, 0) + 1
         if kind == "error":
-            self.note_error_once(names.PROFILER_ERROR + text)
+            if text not in self.profiler_errors:
+                self.profiler_errors.append(text)
+                self.say(names.PROFILER_ERROR + text)
         else:
             self.note_warning(f"the profiler logged a warning: {text}")
 

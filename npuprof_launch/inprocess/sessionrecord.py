@@ -69,6 +69,7 @@ def to_record(session) -> StatusRecord:
         "warnings": list(session.warnings),
         "outcomes": [dict(outcome) for outcome in session.outcomes],
         "errors": list(session.errors),
+        "profiler_errors": list(session.notes.profiler_errors),
         "declined": session.declined,
         "step_times": session.step_times_file.relative_to(session.output_dir),
         "step_stats": session.step_stats,

@@ -322,6 +322,8 @@ def _process(record: ReadRecord, output_dir: str, run: dict | None, problems: li
         errors=list(record.get("errors") or []),
         profiler_steps=0,
     )
+    printed = record.get("profiler_errors")  # None: an older record, its profiler's errors among its errors
+    process["errors"] += [names.PROFILER_ERROR + text for text in printed or ()]
     self_times: dict[str, float] = {}
     trace_problems, collective_us, window_us = _check_traces(record, output_dir, process, self_times, deep)
     process["top_operators"] = [
@@ -342,7 +344,13 @@ def _process(record: ReadRecord, output_dir: str, run: dict | None, problems: li
             process["window_label"] = ("step " if one else "steps ") + _steps_text(spans)
     rank = record.get("rank")
     problems.extend(_about(record, kind, reason) for kind, reason in trace_problems)
-    for error in windowfiles.unrepeated(process["errors"], [reason for _, reason in trace_problems]):
+    logged = process.pop(windowfiles.LOGGED, [])
+    if printed is None:
+        told = windowfiles.unrepeated(process["errors"], [reason for _, reason in trace_problems])
+    else:  # each printed error once: as the parse's log line where it logged it too (it says more)
+        told = list(record.get("errors") or [])
+        told += [names.PROFILER_ERROR + text for text in printed if not windowfiles.logged(text, logged)]
+    for error in told:
         problems.append(_about(record, "profiler_error", error))
     stale = record.get("ended") is None and not alive_here(record)
     if stale:
@@ -393,6 +401,7 @@ def _check_traces(
         care = windowfiles.aftercare_result(output_dir, window)
         if care and care.get("errors"):
             problems.extend((trace, error) for error in care["errors"])
+            process.setdefault(windowfiles.LOGGED, []).extend(care.get("logged") or ())
         size = sum((care or {}).get("bytes", {}).values()) if care else 0
         plain = sum((care or {}).get("plain_bytes", {}).values()) if care else 0
         for rel in window.get("traces") or []:

@@ -108,9 +108,21 @@ def tree_bytes(path: str) -> int:
         return 0
 
 
+#: Where a report row holds, while it is built, the lines its windows' parse logged as errors.
+LOGGED = "_logged"
+
+
+def logged(text: str, lines: list[str]) -> bool:
+    """Whether the profiler's printed error ``text`` is one its parse logged too: torch_npu's log
+    line is ``[time] [ERROR] [pid] [module] MESSAGE`` (its _log.py), the message at its end."""
+    return any(line.endswith(text) for line in lines)
+
+
 def unrepeated(errors: list[str], trace_problems: list[str]) -> list[str]:
-    """A process's errors less those its windows' parse logged too: an error torch_npu printed in
-    the job's process is also a line of its parse's log, which says more (its time, its step)."""
+    """The reader of records from before the profiler's errors were kept apart (``profiler_errors``
+    None): a process's errors less those its windows' parse logged too, found by their words: an
+    error torch_npu printed in the job's process is also a line of its parse's log, which says more
+    (its time, its step)."""
     logged = [problem for problem in trace_problems if names.NPU_LOGGED in problem]
     return [
         error

@@ -183,6 +183,13 @@ def test_the_operators_device_time_comes_from_kernel_details_at_level0(tmp_path)
     assert deliverables.npu_operator_totals(cpu) == {}
 
 
+def test_a_printed_error_is_found_among_the_parse_s_log_lines_by_its_message():
+    """A record that keeps the profiler's printed errors apart (profiler_errors): each is matched with
+    the log lines by its message, at their end, as torch_npu's _log.py writes them."""
+    lines = ["[2026-12-04-22:17:55.381] [ERROR] [1234] [Parser:106] msprof exited 1"]
+    assert windowfiles.logged("msprof exited 1", lines) and not windowfiles.logged("another", lines)
+
+
 def test_an_error_printed_and_logged_is_told_once_as_the_log_has_it():
     logged = ["rank 0 (pid 1 on vm): torch_npu logged: [2026-12-04-22:17:55.381] [ERROR] [Parser:106] msprof exited 1"]
     errors = ["the profiler logged an error: msprof exited 1", "the profiler logged an error: another"]

@@ -96,6 +96,7 @@ def standin(**fields) -> types.SimpleNamespace:
         "output_dir": "/out",
         "step_stats": {"count": 8},
         "profiler_messages": {"error": 1},
+        "notes": types.SimpleNamespace(profiler_errors=["msprof exited 1"]),
         "started_ns": 5,
         "ended": "exit",
         "hang": types.SimpleNamespace(record=lambda output_dir: None, found=[]),
