@@ -47,9 +47,39 @@ _loads = _Loads()
 
 
 def watch_loads(torch_module, say) -> None:
-    """Wrap ``torch.optim.Optimizer.load_state_dict`` (every subclass that calls it, too) so that
-    each load notes the state's step count. Once per process; the load itself is untouched."""
+    """Note the step count of every optimizer state the job loads. Once per process; the load
+    itself is untouched.
+
+    Where torch gives optimizers load hooks (``register_load_state_dict_pre_hook``, 2.2 and later),
+    each new optimizer gets one as torch sets it up (``Optimizer._patch_step_function``, which
+    ``__init__`` and ``__setstate__`` call once the hook dicts exist): no frame of ours is on the
+    stack while torch loads, so a warning or a traceback from inside ``load_state_dict`` reads as it
+    does bare. An older torch gets ``load_state_dict`` itself wrapped (every subclass that calls it)."""
     base = torch_module.optim.Optimizer
+    patch = base.__dict__.get("_patch_step_function")
+    if patch is not None and hasattr(base, "register_load_state_dict_pre_hook"):
+        if getattr(patch, "_npuprof_counted", False):
+            return
+
+        def noted(optimizer, state_dict):
+            try:
+                note_loaded(step_count(state_dict))
+            except Exception as exc:  # noqa: BLE001 - the job's load goes on whatever happens to us
+                say(f"the step count of a loaded optimizer state could not be read: {exc!r}")
+
+        @functools.wraps(patch)
+        def _patch_step_function(self):
+            patch(self)
+            try:
+                hooks = self.__dict__.get("_optimizer_load_state_dict_pre_hooks")
+                if hooks is not None and noted not in hooks.values():
+                    self.register_load_state_dict_pre_hook(noted)
+            except Exception as exc:  # noqa: BLE001 - never the job's optimizer
+                say(f"the step count of loaded optimizer states will not be read: {exc!r}")
+
+        _patch_step_function._npuprof_counted = True  # type: ignore[attr-defined]  # a mark, read with getattr
+        base._patch_step_function = _patch_step_function
+        return
     load = base.__dict__.get("load_state_dict")
     if load is None or getattr(load, "_npuprof_counted", False):
         return
