@@ -4,7 +4,7 @@ The torch_npu stand-in (tests/standin/README.md) captures the job's gloo collect
 window records and writes them as torch_npu writes HCCL operations: communication.json,
 communication_matrix.json, trace_view.json, step_trace_time.csv (text), COMMUNICATION_OP and
 STEP_TIME in ascend_pytorch_profiler_{rank}.db and analysis.db's CommAnalyzerTime (db). Rank 2
-computes several times more than the others (tests/scripts/uneven_ddp.py): the others wait for
+computes several times more than the others (tests/scripts/slow_rank_ddp.py): the others wait for
 it in every all-reduce, so its ops hold the shortest waits, in the text and in the db.
 """
 
@@ -24,7 +24,7 @@ from npu_standin import standin_env
 RANKS = 4
 SLOW = 2
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-UNEVEN = script("uneven_ddp.py")
+UNEVEN = script("slow_rank_ddp.py")
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 
 
@@ -35,7 +35,7 @@ def uneven(tmp_path_factory):
     flags = ["--backend", "npu", "--export-type", "text,db"]
     flags += ["--skip-first", "1", "--wait", "1", "--active", "2", "--repeat", "2"]
     job = [*TORCHRUN, "--nproc_per_node", str(RANKS), UNEVEN, "--steps", "8", "--slow-rank", str(SLOW)]
-    job += ["--extra", "3.0", "--layers", "4", "--rows", "256"]
+    job += ["--factor", "4"]
     result = npuprof(["--output-dir", out, *flags, "--", *job], env=standin_env(str(base / "calls.jsonl")))
     assert result.returncode == 0, result.stderr[-3000:]
     found: dict[int, list[str]] = {}
