@@ -35,7 +35,7 @@ def uneven(tmp_path_factory):
     flags = ["--backend", "npu", "--export-type", "text,db"]
     flags += ["--skip-first", "1", "--wait", "1", "--active", "2", "--repeat", "2"]
     job = [*TORCHRUN, "--nproc_per_node", str(RANKS), UNEVEN, "--steps", "8", "--slow-rank", str(SLOW)]
-    job += ["--factor", "4"]
+    job += ["--factor", "8"]
     result = npuprof(["--output-dir", out, *flags, "--", *job], env=standin_env(str(base / "calls.jsonl")))
     assert result.returncode == 0, result.stderr[-3000:]
     found: dict[int, list[str]] = {}
@@ -116,3 +116,14 @@ def test_the_rank_that_computes_more_waits_least(uneven):
     assert min(text_waits, key=text_waits.get) == SLOW, text_waits
     assert min(db_waits, key=db_waits.get) == SLOW, db_waits
     assert db_waits[SLOW] == pytest.approx(text_waits[SLOW]), "the db's waits are the text's"
+    # op by op (the same op has the same name on every rank): the slow rank, the last to arrive,
+    # waits least in most of them
+    per_op: dict[str, dict[int, float]] = {}
+    for rank in range(RANKS):
+        for session in uneven[rank]:
+            for split in _communication(session).values():
+                for name, info in _ops(split).items():
+                    per_op.setdefault(name, {})[rank] = info["Communication Time Info"]["Wait Time(ms)"]
+    assert all(len(waits) == RANKS for waits in per_op.values())
+    least = [min(waits, key=waits.get) for waits in per_op.values()]
+    assert least.count(SLOW) > len(least) / 2, least
