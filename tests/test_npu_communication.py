@@ -94,6 +94,14 @@ def test_every_window_holds_its_collectives_alike_on_every_rank(uneven):
             in_steps = {f"{name}@{group}" for name, group, _ in analysed}
             assert in_steps == {name for ops in keys[rank].values() for name in ops}
             assert {name for name, _, _ in analysed} <= {row[0] for row in names}
+            with open(os.path.join(session, OUTPUT, "trace_view.json")) as handle:
+                trace = json.load(handle)
+            processes = {e["pid"]: e["args"]["name"] for e in trace if e["name"] == "process_name"}
+            hccl = {e["name"] for e in trace if e["ph"] == "X" and e["name"].startswith("hcom_")}
+            assert {name.split("@")[0] for ops in keys[rank].values() for name in ops} <= hccl
+            assert {e["pid"] for e in trace if e["name"] in hccl} == {
+                pid for pid, name in processes.items() if name == "Communication"
+            }
             with open(os.path.join(session, OUTPUT, "step_trace_time.csv")) as handle:
                 rows = list(csv.DictReader(handle))
             assert [int(r["Step"]) for r in rows] == [n for n, _, _ in steps]
