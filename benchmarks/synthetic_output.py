@@ -9,7 +9,10 @@ come from the package (names.py, options.py), so the layout follows the product'
 ``write_output(..., step_times=N, summaries=True)`` writes what a run of the tool leaves today
 besides: each rank's whole-run step times (N steps, steptimes.py) with the statistics its session
 computes at its end (``step_stats``), and each window's aftercare result with the trace's summary
-(aftercare.py), which the report reads instead of the trace past ``report.DEEP_BYTES`` of traces.
+(aftercare.py), which the report reads instead of the trace past ``report.DEEP_BYTES`` of traces:
+its time in collectives a third of the window, and as many collectives as a window keeps in three
+recorded steps, so that the test of which rank the others wait for runs over them all
+(launcher/collectives.py).
 ``link=True`` writes one trace and hard-links it for every rank: the report then only stats the
 traces (their summaries stand for them), and a thousand ranks of traces cost one file's disk.
 """
@@ -21,7 +24,17 @@ import json
 import os
 import random
 
-from npuprof_launch.common import deliverables, files, names, options, record, stepstats, steptimes, windowresults
+from npuprof_launch.common import (
+    deliverables,
+    files,
+    names,
+    options,
+    record,
+    stepstats,
+    steptimes,
+    tracecollectives,
+    windowresults,
+)
 from npuprof_launch.common.schedule import Schedule
 from npuprof_launch.inprocess import aftercare
 
@@ -130,6 +143,21 @@ def trace_text(megabytes: float, steps: int, pid: int = 4242) -> str:
     return json.dumps(document)
 
 
+def collectives_of(rank: int, first: int, last: int) -> dict:
+    """A window's collectives as the aftercare keeps them (tracecollectives.py), as many as it keeps:
+    all-reduces that block one after another (a round each), each rank reaching each at a random
+    moment, rank 0 3 ms late: the report names it, so its whole test runs."""
+    rng = random.Random(rank)
+    steps = range(first, last + 1)
+    per_step = tracecollectives.MOST // len(steps)
+    items = []
+    for step in steps:
+        for index in range(per_step):
+            start = 10_000.0 * index + rng.uniform(0, 1000) + (3000 if rank == 0 else 0)
+            items.append([0, index, step, round(start, 1), round(10_000.0 * index + 5000 - start, 1)])
+    return {"by": tracecollectives.BY_ORDER, "seen": len(items), "groups": ["gloo:all_reduce"], "items": items}
+
+
 def step_durations(steps: int, seed: int = 0) -> array.array:
     """``steps`` step durations (seconds) of a steady job: 0.1 s with 2 % of jitter, float32."""
     rng = random.Random(seed)
@@ -162,6 +190,8 @@ def write_output(
     pattern = step_durations(step_times) if step_times else None
     window_first = config.skip_first + 1
     window_last = Schedule.of(config).length()
+    if summaries:  # three recorded steps at least: with fewer, the report compares no collectives one by one
+        window_last = max(window_last, window_first + 2)
     for rank in range(ranks):
         pid = 10_000 + rank
         worker = names.worker_name(rank, pid=pid, environ={})
@@ -181,6 +211,8 @@ def write_output(
         if summaries:
             if summary is None:
                 summary = aftercare._merge(None, deliverables.summarize_torch_trace(path))
+                summary["collective_us"] = 0.3 * summary["window_us"]  # in lockstep: the collectives' test runs
+            summary = dict(summary, collectives=collectives_of(rank, window_first, window_last))
             result = windowresults.result_path(status, 1)
             files.write_json(
                 result,

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 
-from npuprof_launch.common import names
+from npuprof_launch.common import names, tracecollectives
 
 STEP_PREFIX = "ProfilerStep#"
 
@@ -69,6 +69,9 @@ class TraceSummary:
         self.self_time_us: dict[str, float] = {}
         #: Time in collectives inside the recorded steps, overlaps counted once (_covered).
         self.collective_us = 0.0
+        #: Each collective of the recorded steps with this rank's wait in it, as the window's summary
+        #: keeps them (tracecollectives.py); None where the trace does not tell them apart.
+        self.collectives: dict | None = None
         self.events = 0
 
 
@@ -122,13 +125,16 @@ def _summarize_torch_trace(path: str) -> TraceSummary:
     collectives: list[tuple[float, float]] = []
     step_spans: list[tuple[float, float]] = []
     steps_seen: set[str] = set()
+    each = tracecollectives.Gathered()
     for event in events:
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
         summary.events += 1
         name = str(event.get("name", ""))
         if name.startswith(COLLECTIVE_MARKS) or any(mark in name for mark in COLLECTIVE_MARKS[2:]):
-            collectives.append((float(event.get("ts", 0)), float(event.get("dur", 0))))
+            ts, dur = float(event.get("ts", 0)), float(event.get("dur", 0))
+            collectives.append((ts, dur))
+            each.marked(name, ts, dur, event.get("args"))
         if name.startswith(STEP_PREFIX):
             if str(event.get("cat", "")).startswith("gpu_") or name in steps_seen:
                 continue  # a CUDA trace repeats each step on the GPU's timeline: one step, not two
@@ -140,13 +146,25 @@ def _summarize_torch_trace(path: str) -> TraceSummary:
             spans.append(
                 (event.get("pid"), event.get("tid"), float(event.get("ts", 0)), float(event.get("dur", 0)), name)
             )
+            if name.startswith(tracecollectives.CALL):
+                each.called(name, float(event.get("ts", 0)))
     summary.self_time_us = _self_times(spans)
     summary.collective_us = _covered(collectives, step_spans)
+    numbered = [(start, start + dur, _step_number(name)) for (start, dur), name in zip(step_spans, summary.step_names)]
+    summary.collectives = each.record(numbered)
     if summary.events == 0:
         summary.problems.append(f"{path}: the trace holds no events")
     elif not summary.step_names:
         summary.problems.append(f"{path}: the trace holds no {STEP_PREFIX} events")
     return summary
+
+
+def _step_number(name: str) -> int:
+    """The job's step of a ``ProfilerStep#N`` span (N); 0 where it does not say."""
+    try:
+        return int(name[len(STEP_PREFIX) :])
+    except ValueError:
+        return 0
 
 
 def _self_times(spans: list) -> dict[str, float]:

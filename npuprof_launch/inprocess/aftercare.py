@@ -7,7 +7,8 @@ detached, at the lowest CPU priority, without the hook, and goes on with the job
    with ``--async-mode``) is first waited for until that parse has finished (its ``analyse.done``
    marker, or the deliverables, in older releases); one kept raw (--no-analyse) is not: no parse comes;
 2. the trace is summarized where it ran (deliverables.py: steps, top operators, time in
-   collectives, size), so that the report of a thousand ranks reads small files, not terabytes;
+   collectives and each collective's wait, size), so that the report of a thousand ranks reads
+   small files, not terabytes;
 3. a torch trace is compressed (``--gzip``): ``.pt.trace.json.gz``, about a tenth of the size,
    which Perfetto and Holistic Trace Analysis open as they are;
 4. with ``--stage-dir``, every file is moved into the output directory, one at a time: copied
@@ -29,7 +30,7 @@ import signal
 import sys
 import time
 
-from npuprof_launch.common import deliverables, files, names
+from npuprof_launch.common import deliverables, files, names, tracecollectives
 
 #: How long to wait for torch_npu's parse to finish (async mode) before moving what is there.
 PARSE_WAIT_S = 600.0
@@ -128,6 +129,8 @@ def _merge(previous: dict | None, summary) -> dict:
     found["events"] += summary.events
     found["collective_us"] += summary.collective_us
     found["window_us"] += sum(summary.step_durations_us)
+    if summary.collectives is not None:
+        found["collectives"] = tracecollectives.merged(found.get("collectives"), summary.collectives)
     found.setdefault("problems", []).extend(summary.problems)
     top = found["self_time_us"]
     for name, us in summary.self_time_us.items():

@@ -373,6 +373,10 @@ def _nice_counts():
         magnitude *= 10
 
 
+#: How a slow rank was named, by its finding's rule (lockstep.py) or method.
+HOW_NAMED = {"step_times": "by its step times", "per_collective": "by who arrived last, collective by collective"}
+
+
 def median_chart(grid: Grid, job: dict) -> str:
     """Each rank's median step: the slow ranks and why, and a bar each (past LINE_ROWS the heat map draws them)."""
     slow_ranks = job.get("slow_ranks") or []
@@ -381,7 +385,7 @@ def median_chart(grid: Grid, job: dict) -> str:
         items = []
         for slow in slow_ranks:
             what = "the slowest" if slow.get("method") == "step_times" else "the one the others wait for"
-            how = "by its step times" if slow.get("method") == "step_times" else "by its time in collectives"
+            how = HOW_NAMED.get(slow.get("rule") or slow.get("method"), "by its time in collectives")
             stage = f" in stage {esc(slow['stage'])}" if slow.get("stage") else ""
             items.append(
                 f'<li><b class="slowname">rank {esc(slow.get("rank"))}</b> is {what}{stage} ({how}): '

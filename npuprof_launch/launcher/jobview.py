@@ -123,23 +123,25 @@ def summarize(
     series = {id(p): steps_of(p) for p in timed}
     reasons = []
     for group in _groups(processes):
-        pairs, in_lockstep = lockstep.slow_ranks(group)
+        pairs, in_lockstep, verdict = lockstep.slow_ranks(group)
         found = [{**_stage_of(process), **item} for process, item in pairs]
         once = [{**_stage_of(process), **item} for process, item in lockstep.waited_for(group)] if not found else []
         job["waited_for"].extend(once)
         if once and in_lockstep:
             in_lockstep += f" to tell a slow rank; in {once[0]['window']} the others waited for rank {once[0]['rank']}"
+        if in_lockstep:
+            in_lockstep += lockstep.too_few_text(verdict)
         if not found:
             found, reason = _slow_by_step_times(group, series)
             # In lockstep the ranks' step times are alike by construction: the collectives' reason.
             if not found and (in_lockstep or reason):
-                reasons.append(in_lockstep or reason)
+                reasons.append((in_lockstep, verdict) if in_lockstep else (reason, {}))
         job["slow_ranks"].extend(found)
     if len(ranks) >= 2:
-        job["slow_rank_verdict"] = {
-            "found": bool(job["slow_ranks"]),
-            "reason": None if job["slow_ranks"] else (reasons[0] if reasons else "no per-step times to compare"),
-        }
+        reason, evidence = reasons[0] if reasons else ("no per-step times to compare", {})
+        job["slow_rank_verdict"] = {"found": bool(job["slow_ranks"]), "reason": None if job["slow_ranks"] else reason}
+        if not job["slow_ranks"]:
+            job["slow_rank_verdict"].update(evidence)
         if not job["slow_ranks"]:
             job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
     job["spikes"], undecidable, held = _spikes(timed)

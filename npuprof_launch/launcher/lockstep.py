@@ -1,16 +1,32 @@
-"""In lockstep, the rank the others wait for: read from the time each rank's window spent in collectives.
+"""In lockstep, the rank the others wait for: read from each collective of the window, else from the
+time each rank's window spent in collectives.
 
 In a synchronous data-parallel job every rank's step takes as long as the slowest one's, so step
 times cannot name the straggler; the window's traces can: the rank that waits least in its
-collectives is the one the others wait for (msprof-analyze's slow-rank method, and Holistic Trace
-Analysis's). The rules below are how much of that evidence a few recorded steps on a busy machine
-can bear; each says what it was tried on. Pure: the report rows come with ``collective_s`` and
-``window_s`` already read from the traces (report.py).
+collectives is the one the others wait for. Where the traces tell each collective apart, the rank
+that the rounds of collectives wait for more often than chance allows is named (collectives.py:
+rule PER_COLLECTIVE); elsewhere (an old torch, a backend without those events) and where the window
+holds too few rounds, by its total time in collectives against the others' (msprof-analyze's
+slow-rank method, and Holistic Trace Analysis's: rule TOTAL_TIME). The rules below are how much of that
+evidence a few recorded steps on a busy machine can bear; each says what it was tried on. Pure: the
+report rows come with ``collective_s``, ``window_s`` and their COLLECTIVES already read from the
+traces (report.py).
 """
 
 from __future__ import annotations
 
 from npuprof_launch.common import findings, stepstats
+from npuprof_launch.launcher import collectives
+
+#: The rule a finding or "no rank stands out" rests on (its evidence's ``rule``).
+PER_COLLECTIVE = "per_collective"
+TOTAL_TIME = "total_time"
+#: Where a report row holds its window's collectives (collectives.Collective each) while
+#: the job's view is made; report.py takes them out after: they are no part of the row's JSON.
+COLLECTIVES = "_collectives"
+#: Each collective apart, from windows of this many recorded steps: in one step, a rank the machine
+#: or the job held back once is the last in every collective after that moment.
+EACH_MIN_STEPS = 2
 
 #: In lockstep: a rank whose time in collectives is below this fraction of the others' median (and
 #: beyond their spread) is the one they wait for, when they spend at least COLLECTIVE_SHARE of their
@@ -45,7 +61,150 @@ ONE_OFF_WAIT_STEPS = 3.0
 ONE_OFF_WORK_RATIO = 3.0
 
 
-def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
+def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None, dict]:
+    """In lockstep: the rank the others wait for, ``(process, finding)`` each; why none is, when
+    the ranks are in lockstep and none is named; and that verdict's evidence (its ``rule``, counts).
+
+    Each collective apart first (collectives.judge, _by_each), where every rank's window tells them
+    and holds EACH_MIN_STEPS recorded steps; its verdict stands where it names a rank or held
+    enough rounds of collectives to. Else the total time in collectives (_by_total_time), which
+    says, when the rounds were too few, how many there were and which window would hold enough."""
+    measured = _measured(group)
+    if len(measured) < 2:
+        return [], None, {}
+    each = _each(measured)
+    if each is not None and each["decided"]:
+        return _by_each(measured, each)
+    found, why = _by_total_time(measured)
+    short = _too_few(each)
+    for _, finding in found:
+        finding.update(rule=TOTAL_TIME, **short)
+    return found, why, ({"rule": TOTAL_TIME, **short} if why is not None else {})
+
+
+def too_few_text(verdict: dict) -> str:
+    """What a "no rank stands out" of the total time adds where each collective apart had too few
+    rounds: "; collective by collective, 3 rounds, 13 needed: a window of 13 steps"; else nothing."""
+    if not verdict.get("rounds_needed"):
+        return ""
+    rounds, needed, steps = verdict["rounds"], verdict["rounds_needed"], verdict["window_steps_needed"]
+    return f"; collective by collective, {rounds} rounds, {needed} needed: a window of {steps} steps"
+
+
+def _each(measured: list[dict]) -> dict | None:
+    """The verdict of each collective apart (collectives.judge), where every rank's window tells its
+    collectives, the ranks are in lockstep (their median spends COLLECTIVE_SHARE of its window in
+    collectives) and every window held EACH_MIN_STEPS recorded steps; None elsewhere."""
+    lists = {p["rank"]: p[COLLECTIVES] for p in measured if p.get(COLLECTIVES) is not None}
+    if len(lists) < len(measured):  # a rank whose trace does not tell them, or two rows of one rank
+        return None
+    share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in measured), 0.5)
+    if share < COLLECTIVE_SHARE or min(recorded_steps(p) for p in measured) < EACH_MIN_STEPS:
+        return None
+    cpu = {p["rank"]: _cpu_wait_by_step(p) for p in measured}
+    return collectives.judge(lists, cpu=cpu, hosts={p["rank"]: p.get("host") for p in measured})
+
+
+def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]], str | None, dict]:
+    """The ranks each collective apart names; else why none is, with the rank the test picked first."""
+    by_rank = {p["rank"]: p for p in measured}
+    found: list[tuple[dict, dict]] = []
+    refused: list[str] = []
+    for named in each["passed"]:
+        process = by_rank[named["rank"]]
+        wait_s = named["wait_per_step_s"]
+        window = process.get("window_label") or "its window"
+        head = f"in lockstep, rank {named['rank']} was the last in {_counts(named, each)} in {window}; no finding:"
+        if named["why_not"] == collectives.ONE_STEP:
+            refused.append(f"{head} more often than chance in {named['steps_last_often']} of its steps only")
+            continue
+        if named["why_not"] == collectives.SLIGHT:
+            refused.append(f"{head} the others waited {wait_s * 1e3:.2f} ms a step longer, under 1 ms")
+            continue
+        cpu_s = _cpu_excess(process, [p for p in measured if p is not process]) / len(named["steps"])
+        host = f"; so are most ranks of its host, {each['host']}" if each.get("host") else ""
+        finding = {
+            "rank": named["rank"],
+            "method": "collectives",
+            "rule": PER_COLLECTIVE,
+            "last_in": named["last_in"],
+            "rounds": named["rounds"],
+            "collectives": named["collectives"],
+            "ranks_compared": named["ranks_compared"],
+            "steps_last_often": named["steps_last_often"],
+            "group": named["group"],
+            "p_value": named["p_value"],
+            "level": each["level"],
+            "test": each["test"],
+            "wait_per_step_s": wait_s,
+            "cpu_wait_per_step_s": cpu_s,
+            "steps": len(named["steps"]),
+            "host": each.get("host"),
+            "evidence": f"in {window} it was the last in {_counts(named, each)}: the others waited "
+            f"{wait_s * 1e3:.1f} ms a step longer{host}",
+        }
+        found.append((process, finding))
+    if found:
+        return found, None, {}
+    top = each["top"] or {}
+    if refused:
+        why = refused[0]
+    elif top:
+        why = (
+            f"in lockstep, no rank was the last in more of the {each['rounds']} rounds of collectives than "
+            f"chance allows: rank {top['rank']} most often, {_counts(top, each)}"
+        )
+    else:
+        why = "in lockstep, no collective of the window was on every rank"
+    evidence = {"rule": PER_COLLECTIVE, "rounds": each["rounds"], "collectives": each["collectives"]}
+    evidence["level"] = each["level"]
+    if top:
+        evidence.update(rank=top["rank"], last_in=top["last_in"], p_value=top["p_value"])
+    return [], why, evidence
+
+
+def _counts(named: dict, each: dict) -> str:
+    """ "12 of 12 rounds of collectives (1 in 4 by chance; p = 2.4e-07, level 0.001)"."""
+    return (
+        f"{named['last_in']} of {named['rounds']} rounds of collectives (1 in {named['ranks_compared']} by chance; "
+        f"p = {named['p_value']:.2g}, level {each['level']:g})"
+    )
+
+
+def _too_few(each: dict | None) -> dict:
+    """A verdict of each collective apart that held too few rounds: how many, how many would do and
+    the window that would hold them; nothing where it was not made."""
+    if each is None or each["decided"] or not each.get("needed"):
+        return {}
+    return {"rounds": each["rounds"], "rounds_needed": each["needed"], "window_steps_needed": each["window_steps"]}
+
+
+def _cpu_wait_by_step(process: dict) -> dict[int, float]:
+    """What the process's stepping thread waited for a CPU in each of its recorded steps (the job's
+    numbering): its block's wait, shared among the block's steps (each profiled step is a block of
+    its own), or the bound of a block not kept."""
+    found = {}
+    offset = process.get("step_offset") or 0
+    for window in process.get("windows") or ():
+        first = window.get("first_step")
+        if first is None:
+            continue
+        for step in range(first, (window.get("last_step") or first) + 1):
+            wait = stepstats.cpu_wait_of(process.get("cpu_wait"), step - offset)
+            if wait:
+                low, high = wait.get("cpu_wait_steps") or (step, step)
+                found[step] = wait["cpu_wait_s"] / (high - low + 1)
+    return found
+
+
+def _cpu_excess(process: dict, others: list[dict]) -> float:
+    """What ``process`` waited for a CPU in its recorded steps past the others' median (evidence:
+    the collectives' test has taken it off already)."""
+    theirs = sorted(sum(_cpu_wait_by_step(p).values()) for p in others)
+    return max(0.0, sum(_cpu_wait_by_step(process).values()) - stepstats.quantile(theirs, 0.5)) if theirs else 0.0
+
+
+def _by_total_time(measured: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
     """In lockstep: the rank that waits least in its collectives is the one the others wait for.
 
     Named only from windows of COLLECTIVE_MIN_STEPS recorded steps or more (tried: a healthy 4-rank
@@ -61,9 +220,6 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
     ranks' step times are alike by construction, and "no rank stands out" must say it is the
     collectives' evidence that fell short (tried: a DDP rank sleeping 30 % of a step more was told
     "less than 1.00 ms apart, within what the host's scheduling does to alike processes")."""
-    measured = _measured(group)
-    if len(measured) < 2:
-        return [], None
     found: list[tuple[dict, dict]] = []
     why: dict[int, str] = {}
     for process in measured:

@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from npuprof_launch.common import deliverables, names, options, outcomes, processlog
+from npuprof_launch.common import deliverables, names, options, outcomes, processlog, tracecollectives
 from npuprof_launch.common.record import ENDED_EXEC, ReadRecord, alive_here, attempt_of, process_count, read_dir
 from npuprof_launch.launcher import (
     answer,
     handoff,
     jobview,
     launch,
+    lockstep,
     reasons,
     runs,
     slowdowns,
@@ -117,6 +118,8 @@ def build(
         route=runs.route(run, records),
         steps_of=lambda process: jobview.read_steps(process, output_dir),
     )
+    for process in processes:  # read by the job's view alone: the rows stay small
+        process.pop(lockstep.COLLECTIVES, None)
     job["processes"] = process_count(processes)  # a process with two stages has two rows
     job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
     findings[:0] = [stallview.stall_item(stall) for stall in job["stalls"]]  # the job stopped: said first
@@ -435,11 +438,15 @@ def _check_traces(
                     "window_us": sum(parsed.step_durations_us),
                     "self_time_us": parsed.self_time_us,
                     "problems": parsed.problems,
+                    "collectives": parsed.collectives,
                 }
             problems.extend((trace, problem) for problem in summary.get("problems") or [])
             process["profiler_steps"] += summary.get("steps", 0)
             collective_us += summary.get("collective_us", 0.0)
             window_us += summary.get("window_us", 0.0)
+            each = tracecollectives.of(summary.get("collectives"))
+            if each is not None:
+                process.setdefault(lockstep.COLLECTIVES, []).extend(each)
             for name, us in (summary.get("self_time_us") or {}).items():
                 self_times[name] = self_times.get(name, 0.0) + us
         if window.get("traces"):

@@ -1,0 +1,166 @@
+"""Each collective of a window's torch trace, with how long this rank waited in it.
+
+For the test of which rank the others wait for (launcher/collectives.py): the rank that arrives last
+at a collective waits least in it. A wait is a duration on this rank's own clock, so hosts whose
+clocks differ compare alike. deliverables.py hands over the events as it reads the trace once
+(Gathered); the window's summary keeps them small (``record``), and the report reads them back as
+``(key, group, step, wait_s, start_s)`` each (``of``), the key the same collective on every rank.
+
+What measures the wait, by backend:
+
+- NCCL: the kernel, numbered by its group and sequence number (the args Kineto copies onto it from
+  ``record_param_comms``: "Process Group Name", "Seq"; libkineto's output_json.cpp,
+  appendCollectiveArgs). It starts on its stream when this rank reaches the collective and ends when
+  every rank's part is done.
+- gloo: from the call that hands the collective over (``c10d::allreduce_``, on the caller's thread)
+  to the end of its ``gloo:`` range on a worker thread, numbered by its order among the collectives
+  of its name in the recorded step (the same on every rank: the calls come in program order, and
+  the worker threads take them first in, first out). The range alone starts when a worker thread
+  takes the collective, which for all but the first of a step's DDP buckets is when an earlier one
+  ended, the same moment on every rank: its duration then holds the transfer, not the wait (tried:
+  a 4-rank DDP job, one rank with twice the others' rows, beside two CPU hogs, 12 collectives in 3
+  steps: that rank waited least from its call in 12, 11, 12 and 12 of them in four runs, by the
+  range alone in 10, 9, 10 and 12). Where the calls and the ranges of a name do not pair up (a
+  coalesced call, a range whose call came before the window), the range alone is taken.
+
+None where neither is in the trace (an old torch, a backend without these events): the report then
+judges by the time in collectives alone (launcher/lockstep.py). HCCL's operations on an NPU are not
+read here (an NPU window is not summarized into collectives yet); the test takes them as it takes
+these, as a list of collectives per rank.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+GLOO_RANGE = "gloo:"
+#: The call of a collective on the caller's thread, a ``cpu_op``.
+CALL = "c10d::"
+GROUP_ARG = "Process Group Name"
+SEQ_ARG = "Seq"
+#: A window keeps at most this many collectives, the first ones of each recorded step alike: the
+#: test needs tens of them (two ranks, the hardest case, 45 for one last at three of four:
+#: collectives.least_collectives), and 1024 ranks' summaries then stay about 20 MB for ``--check``
+#: to read (about 40 bytes each).
+MOST = 512
+#: How a window's collectives are numbered, so that one is the same collective on every rank: by
+#: the group's sequence number, or by their order in the recorded step (per name).
+BY_SEQ = "seq"
+BY_ORDER = "order"
+
+
+class Gathered:
+    """The events of one trace that tell its collectives, as deliverables.py reads them."""
+
+    def __init__(self) -> None:
+        self.ranges: list[tuple[float, float, str]] = []
+        self.calls: list[tuple[float, str]] = []
+        self.sequenced: list[tuple[float, float, str, int]] = []
+
+    def marked(self, name: str, ts: float, dur: float, args: object) -> None:
+        """An event of collective communication (deliverables.COLLECTIVE_MARKS)."""
+        if name.startswith(GLOO_RANGE):
+            self.ranges.append((ts, dur, name))
+        elif isinstance(args, dict) and SEQ_ARG in args and GROUP_ARG in args:
+            with contextlib.suppress(TypeError, ValueError):
+                self.sequenced.append((ts, dur, str(args[GROUP_ARG]), int(args[SEQ_ARG])))
+
+    def called(self, name: str, ts: float) -> None:
+        """A ``c10d::`` call on the caller's thread."""
+        self.calls.append((ts, name))
+
+    def record(self, steps: list[tuple[float, float, int]]) -> dict | None:
+        """The collectives of the recorded ``steps`` (``(start, end, the job's step)`` each), as the
+        window's summary keeps them: each group's name once, each collective ``[group index, number,
+        step, start_us, wait_us]``, its start from its step's; the first MOST of the window, alike
+        from each step; None where the trace does not tell them."""
+        steps = sorted(steps)
+        if self.sequenced:
+            found = [(ts, group, seq, dur) for ts, dur, group, seq in self.sequenced]
+            by = BY_SEQ
+        elif self.ranges:
+            found = [(ts, name, 0, wait) for ts, name, wait in _gloo_waits(self.ranges, self.calls)]
+            by = BY_ORDER
+        else:
+            return None
+        by_step: dict[tuple[int, float], list[tuple[float, str, int, float]]] = {}
+        for item in sorted(found):
+            at = _step_at(steps, item[0], within=by == BY_ORDER)
+            if at is not None:
+                by_step.setdefault(at, []).append(item)
+        kept = max(1, MOST // max(1, len(by_step)))
+        groups: dict[str, int] = {}
+        items = []
+        for (step, begun), each in sorted(by_step.items()):
+            order: dict[str, int] = {}
+            for ts, group, number, wait in each[:kept]:
+                if by == BY_ORDER:
+                    number = order[group] = order.get(group, -1) + 1
+                index = groups.setdefault(group, len(groups))
+                items.append([index, number, step, round(ts - begun, 1), round(wait, 1)])
+        seen = sum(len(each) for each in by_step.values())
+        return {"by": by, "seen": seen, "groups": list(groups), "items": items}
+
+
+def merged(first: dict | None, second: dict | None) -> dict | None:
+    """Two traces' records of one window as one (each a part of the window's collectives)."""
+    if first is None or second is None:
+        return first or second
+    groups = list(dict.fromkeys([*first["groups"], *second["groups"]]))
+    index = {group: i for i, group in enumerate(groups)}
+    items = [[index[record["groups"][g]], *rest] for record in (first, second) for g, *rest in record["items"]]
+    return {"by": first["by"], "seen": first["seen"] + second["seen"], "groups": groups, "items": items}
+
+
+def of(record: object) -> list[tuple[str, str, int, float, float]] | None:
+    """A summary's collectives as ``(key, group, step, wait_s, start_s)``, ``key`` the same on every
+    rank: the group and its sequence number, or the group, the step and the order in it. None for a
+    summary without them (written before they were kept, or from a trace that does not tell them)."""
+    if not isinstance(record, dict) or not isinstance(record.get("items"), list):
+        return None
+    groups = record.get("groups") or []
+    by_seq = record.get("by") == BY_SEQ
+    found = []
+    for group_index, number, step, start_us, wait_us in record["items"]:
+        group = groups[group_index]
+        key = f"{group}#{number}" if by_seq else f"{group}@{step}#{number}"
+        found.append((key, group, int(step), float(wait_us) / 1e6, float(start_us) / 1e6))
+    return found
+
+
+def _gloo_waits(
+    ranges: list[tuple[float, float, str]], calls: list[tuple[float, str]]
+) -> list[tuple[float, str, float]]:
+    """``(ts, name, wait_us)`` of each gloo range: from its call to its end where the calls and the
+    ranges of its name pair up in order, else its own duration; ``ts`` is the call's, else its own."""
+    by_op: dict[str, tuple[list, list]] = {}
+    for ts, dur, name in sorted(ranges):
+        by_op.setdefault(_op_of(name), ([], []))[0].append((ts, dur, name))
+    for ts, name in sorted(calls):
+        if _op_of(name) in by_op:
+            by_op[_op_of(name)][1].append(ts)
+    waits = []
+    for found, called in by_op.values():
+        if called:
+            found = [one for one in found if one[0] >= called[0]]  # called before the window opened
+        paired = len(found) <= len(called) and all(one[0] >= call for one, call in zip(found, called))
+        for index, (ts, dur, name) in enumerate(found):
+            waits.append((called[index], name, ts + dur - called[index]) if paired else (ts, name, dur))
+    return waits
+
+
+def _op_of(name: str) -> str:
+    """What a call and its gloo range share: "c10d::_allgather_base_" and "gloo:all_gather" are "allgather"."""
+    return name.rpartition(":")[2].strip("_").removesuffix("_base").replace("_", "")
+
+
+def _step_at(steps: list[tuple[float, float, int]], ts: float, within: bool) -> tuple[int, float] | None:
+    """The recorded step a collective belongs to, and its start: the one that holds ``ts``
+    (``within``: a call made in it), else the last begun by then (a kernel runs after the step that
+    launched it)."""
+    found = None
+    for start, end, number in steps:
+        if start > ts:
+            break
+        found = (number, start) if not within or ts < end else None
+    return found

@@ -1,0 +1,332 @@
+"""In lockstep, the rank the others wait for, told collective by collective.
+
+The rank that arrives last at a collective waits least in it: the others are there already. Each
+collective is matched across the ranks of its group, and the collectives in flight together make
+one round: a step's DDP buckets are one (the ranks offer each while they compute on, and a rank late
+at the first is late at every one after it), tensor parallelism's all-reduces, which block one after
+another, are a round each. A round waited for the rank that arrived last at its last collective,
+once each rank's own wait for a CPU in that step is taken off its lateness (a busy machine holds
+back one of alike ranks for seconds; a rank with more work of its own is late beyond that). A rank
+the rounds waited for more often than chance allows is the one the others wait for. Counting rounds,
+not summing time, keeps one long wait from naming a rank. Each rank's waits are durations on its own
+clock, so hosts whose clocks differ compare alike.
+
+Why rounds, not collectives, and why the wait for a CPU: a healthy 4-rank DDP job beside two CPU
+hogs (2 cores, load 8-10) has one rank last at every bucket of a step, another one the next step,
+now and then the same one for three steps: counted collective by collective (24 in 3 steps), 4 of
+10 such runs named a rank at p < 0.001. Counted by rounds over 13 steps, one of 10 had a rank last
+in 12 of them, which the machine held back (it waited 27 ms a step more for a CPU than the others;
+with that taken off, last in 8 of 13). docs/benchmarks.md, figure F6, has the runs.
+
+The input is a list of collectives per rank, ``(key, group, step, wait_s, start_s)`` (Collective),
+whatever the backend: the key is the same collective on every rank (a group and its sequence
+number, or the group, the step and the order in it). common/tracecollectives.py reads them from
+gloo's and NCCL's traces; HCCL's operations would come the same way. Standard library only, and
+linear in the collectives: this runs over every rank of a 1024-rank job in ``--check``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+#: A rank is named when chance would make the rounds wait for it that often less than once in a
+#: thousand jobs of alike ranks, after multiplying by the number of ranks tested (Bonferroni: any of
+#: them could have been the one).
+LEVEL = 0.001
+TEST = "the last to arrive in more rounds of collectives than chance: binomial against 1 in n, times the ranks tested"
+#: How many rounds a window must hold for its verdict to count when no rank is named: enough that
+#: a rank the rounds waited for in this share of them would be named (fewer, and "no rank stands
+#: out" would only say the window was short). A window of fewer is "too few", with the window that
+#: would do.
+DESIGN_SHARE = 0.75
+#: A collective reached this long after the one before it was done, by every rank of its group,
+#: starts a round: one that starts sooner was queued behind it (an NCCL stream's next kernel).
+QUEUE_S = 0.0001
+#: A rank is named only when the rounds waited for it more often than chance in more than this
+#: share of its steps too: a rank held back in one step of tensor parallelism's many rounds is no
+#: straggler.
+STEPS_SHARE = 0.5
+#: ...and when the others wait this much a step longer for it at least: less is the order in which
+#: alike ranks reach a collective (findings.NOISE_S, the same millisecond).
+NOISE_S = 0.001
+#: Why a rank the binomial test picks is not named (``why_not``).
+SLIGHT = "slight"
+ONE_STEP = "one_step"
+
+
+class Collective(NamedTuple):
+    """One collective of one rank's window."""
+
+    key: str  #: the same collective on every rank of its group
+    group: str  #: the ranks it is matched across: those that hold any collective of the group
+    step: int  #: the job's step it belongs to
+    wait_s: float  #: how long this rank waited in it: from reaching it to its end
+    start_s: float  #: when this rank reached it, from the start of its step (on its own clock)
+
+
+Waits = Mapping[int, Sequence[tuple[str, str, int, float, float]]]
+#: Each rank's wait for a CPU (its stepping thread's), step by step.
+CpuWaits = Mapping[int, Mapping[int, float]]
+
+
+class _Group(NamedTuple):
+    """One group's matched collectives and its rounds."""
+
+    name: str
+    members: list[int]
+    #: The keys of its matched collectives
+    keys: set[str]
+    #: Each round: its step, the rank it waited for (None: a tie) and its collectives' keys, in order
+    rounds: list[tuple[int, int | None, list[str]]]
+    #: How many rounds waited for each rank, in all and in each step; how many rounds each step holds
+    last: dict[int, int]
+    last_in_step: dict[tuple[int, int], int]
+    per_step: dict[int, int]
+
+
+def judge(
+    waits: Waits,
+    *,
+    cpu: CpuWaits | None = None,
+    hosts: Mapping[int, str | None] | None = None,
+    level: float = LEVEL,
+) -> dict[str, Any]:
+    """Which rank, if any, the others wait for, from each rank's collectives (and its wait for a
+    CPU in each step, ``cpu``, where known).
+
+    Per group (the ranks that hold any of its collectives), the collectives every one of them holds
+    are matched and cut into rounds, and each round waited for one rank (_matched). A rank the
+    group's ``m`` rounds waited for ``k`` times, against chance ``1/n`` among its ``n`` ranks,
+    passes the test when ``T * P(X >= k)`` for X ~ Binomial(m, 1/n) is below ``level``, T the ranks
+    tested over every group; then the next most often waited for, and so on (the ranks of a slow
+    host are each waited for more often than chance). One that passes is named when the rounds
+    waited for it more often than chance in more than STEPS_SHARE of its steps, and the others
+    waited NOISE_S a step longer for it at least (_effects); else its ``why_not`` says which
+    (ONE_STEP, SLIGHT).
+
+    Returns ``named`` (each with its counts, p-value, effect and steps), ``passed`` (every rank that
+    passed the test, named or not), ``top`` (the most often waited for, and its test), ``decided`` (a
+    rank passed, or the window held enough rounds that one waited for in DESIGN_SHARE of them would
+    have), ``rounds`` and ``collectives`` (the matched ones of the largest group), ``ranks_compared``,
+    ``steps``, ``per_step`` (rounds), and when too few ``needed`` and ``window_steps``, the window
+    that would hold them; ``host`` when the ranks named are most of one host's ranks and none is
+    elsewhere, in a job of several hosts."""
+    groups = _matched(waits, cpu or {})
+    tested = sum(len(group.members) for group in groups)
+    verdict: dict[str, Any] = {"decided": False, "named": [], "passed": [], "top": None, "level": level, "test": TEST}
+    verdict.update(rounds=0, collectives=0, ranks_compared=0, steps=0, per_step=0.0, host=None)
+    if not groups:
+        return verdict
+    main = max(groups, key=lambda group: (len(group.rounds), len(group.keys), group.name))
+    per_step = len(main.rounds) / len(main.per_step)
+    verdict.update(rounds=len(main.rounds), collectives=len(main.keys), ranks_compared=len(main.members))
+    verdict.update(steps=len(main.per_step), per_step=per_step)
+    for group in groups:
+        passed = []
+        for rank, count in sorted(group.last.items(), key=lambda kv: (-kv[1], kv[0])):
+            p_value = min(1.0, tested * binomial_tail(count, len(group.rounds), 1 / len(group.members)))
+            found: dict[str, Any] = {
+                "rank": rank,
+                "group": group.name,
+                "last_in": count,
+                "rounds": len(group.rounds),
+                "collectives": len(group.keys),
+                "ranks_compared": len(group.members),
+                "p_value": p_value,
+            }
+            if verdict["top"] is None or p_value < verdict["top"]["p_value"]:
+                verdict["top"] = found
+            if p_value >= level:
+                break
+            passed.append(found)
+        effects = _effects(group, waits, [found["rank"] for found in passed]) if passed else {}
+        for found in passed:
+            found.update(effects[found["rank"]])
+            often = sum(
+                1
+                for step, held in group.per_step.items()
+                if group.last_in_step.get((found["rank"], step), 0) * len(group.members) > held
+            )
+            found["steps_last_often"] = often
+            found["why_not"] = (
+                ONE_STEP
+                if often <= STEPS_SHARE * len(group.per_step)
+                else SLIGHT
+                if found["wait_per_step_s"] < NOISE_S
+                else None
+            )
+        verdict["passed"].extend(passed)
+    verdict["named"] = [found for found in verdict["passed"] if found["why_not"] is None]
+    needed = least_rounds(len(main.members), tested, level)
+    if verdict["passed"] or len(main.rounds) >= needed:
+        verdict["decided"] = True
+    else:
+        verdict.update(needed=needed, window_steps=math.ceil(needed / per_step))
+    verdict["host"] = _host(verdict["named"], hosts, list(waits))
+    return verdict
+
+
+def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
+    """The groups of two ranks or more, each with its collectives that every one of its ranks holds,
+    cut into rounds: a collective starts one where its step does, or where every rank of the group
+    reached it QUEUE_S after the one before it (in the group, on that rank) was done. A round waited
+    for the rank with the least wait in its last collective, each rank's wait made longer by its
+    wait for a CPU in that step (shared evenly among the step's rounds): as if the machine had not
+    held it back. A tie names none. A rank holds a key once (it names one collective of its
+    window)."""
+    members: dict[str, set[int]] = {}
+    seen: dict[str, list[Any]] = {}  # key -> [group, step, how many ranks hold it]
+    apart: dict[str, int] = {}  # key -> how many ranks reached it QUEUE_S after the one before was done
+    order: dict[str, list[str]] = {}  # group -> its keys in the order of its first rank's window
+    for rank, collectives in waits.items():
+        mine = sorted(collectives, key=lambda one: (one[1], one[2], one[4]))
+        before = None
+        for key, of, step, wait, start in mine:
+            if of not in members:
+                members[of] = set()
+                order[of] = [one[0] for one in mine if one[1] == of]
+            members[of].add(rank)
+            if before is not None and before[1] == of and before[2] == step and start > before[4] + before[3] + QUEUE_S:
+                apart[key] = apart.get(key, 0) + 1
+            before = (key, of, step, wait, start)
+            one = seen.get(key)
+            if one is None:
+                seen[key] = [of, step, 1]
+            else:
+                one[2] += 1
+    groups: list[_Group] = []
+    ends: dict[str, list[Any]] = {}  # a round's last key -> [its share of a step, least wait, its rank]
+    for name in sorted(members):
+        size = len(members[name])
+        rounds: list[list[str]] = []
+        for key in order[name]:
+            group_of, step, holders = seen[key]
+            if size < 2 or holders < size:
+                continue  # not on every rank of the group
+            if not rounds or step != seen[rounds[-1][0]][1] or apart.get(key, 0) == size:
+                rounds.append([])
+            rounds[-1].append(key)
+        if not rounds:
+            continue
+        group = _Group(name, sorted(members[name]), set(), [], {}, {}, {})
+        for keys in rounds:
+            step = seen[keys[0]][1]
+            group.keys.update(keys)
+            group.rounds.append((step, None, keys))
+            group.per_step[step] = group.per_step.get(step, 0) + 1
+        for _, _, keys in group.rounds:
+            ends[keys[-1]] = [1 / group.per_step[seen[keys[0]][1]], math.inf, None]
+        groups.append(group)
+    for rank, collectives in waits.items():
+        theirs = cpu.get(rank) or {}
+        for key, _, step, wait, _ in collectives:
+            end = ends.get(key)
+            if end is None:
+                continue
+            held = wait + end[0] * theirs.get(step, 0.0)
+            if held < end[1]:
+                end[1], end[2] = held, rank
+            elif held == end[1]:
+                end[2] = None
+    for group in groups:
+        for index, (step, _, keys) in enumerate(group.rounds):
+            laggard = ends[keys[-1]][2]
+            group.rounds[index] = (step, laggard, keys)
+            if laggard is not None:
+                group.last[laggard] = group.last.get(laggard, 0) + 1
+                group.last_in_step[laggard, step] = group.last_in_step.get((laggard, step), 0) + 1
+    return groups
+
+
+def _effects(group: _Group, waits: Waits, ranks: list[int]) -> dict[int, dict]:
+    """How much longer the others waited than each of ``ranks``, a step: in each round, by how much
+    the others' median wait in its last collective passed the rank's (nothing where it did not),
+    summed over the rounds of a step, averaged over the steps.
+
+    A round's last collective, not each: DDP's buckets are in flight together, the others offering
+    each while they compute on and waiting once, at the step's end, for the last of them; a rank
+    held back by D is late by about D at every bucket, and the others lose D, not D per bucket (and
+    the most over a round's collectives would pick its noise). Rounds follow one another, so their
+    delays add up (tensor parallelism's all-reduces each lose their own). The waits as they were:
+    what the others lost, whoever held the rank back."""
+    every: dict[str, list[float]] = {keys[-1]: [] for _, _, keys in group.rounds}
+    own: dict[int, dict[str, float]] = {rank: {} for rank in ranks}
+    for member in group.members:
+        mine = own.get(member)
+        for key, _, _, wait, _ in waits[member]:
+            theirs = every.get(key)
+            if theirs is not None:
+                theirs.append(wait)
+                if mine is not None:
+                    mine[key] = wait
+    lost = dict.fromkeys(ranks, 0.0)
+    for key, found in every.items():
+        found.sort()
+        for rank in ranks:
+            lost[rank] += max(0.0, _median_without(found, own[rank][key]) - own[rank][key])
+    steps = sorted(group.per_step)
+    return {rank: {"wait_per_step_s": lost[rank] / len(steps), "steps": steps} for rank in ranks}
+
+
+def _median_without(values: list[float], one: float) -> float:
+    """The median of sorted ``values`` less one of them equal to ``one``."""
+    gone = bisect.bisect_left(values, one)
+    size = len(values) - 1
+
+    def at(index: int) -> float:
+        return values[index if index < gone else index + 1]
+
+    middle = size // 2
+    return at(middle) if size % 2 else (at(middle - 1) + at(middle)) / 2
+
+
+def _host(named: list[dict], hosts: Mapping[int, str | None] | None, ranks: list[int]) -> str | None:
+    """The host of the ranks named, where they are most of its ranks and it is one of several."""
+    if not named or not hosts or len({hosts.get(rank) for rank in ranks}) < 2:
+        return None
+    where = {hosts.get(found["rank"]) for found in named}
+    if len(where) != 1 or None in where:
+        return None
+    (host,) = where
+    on_it = [rank for rank in ranks if hosts.get(rank) == host]
+    return host if 2 * len(named) > len(on_it) else None
+
+
+def binomial_tail(k: int, m: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(m, p), summed in logs (m of thousands, p of 1/1024)."""
+    if k <= 0:
+        return 1.0
+    if k > m:
+        return 0.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    whole = math.lgamma(m + 1)
+    total = 0.0
+    for j in range(k, m + 1):
+        term = math.exp(whole - math.lgamma(j + 1) - math.lgamma(m - j + 1) + j * log_p + (m - j) * log_q)
+        total += term
+        if j > m * p and term < total * 1e-16:
+            break
+    return min(1.0, total)
+
+
+_LEAST: dict[tuple[int, int, float], int] = {}
+
+
+def least_rounds(ranks: int, tested: int, level: float = LEVEL) -> int:
+    """The rounds a window needs for its verdict to count: the fewest from which on a rank waited for
+    in DESIGN_SHARE of them would pass the test, among ``ranks`` ranks and ``tested`` tests (the next
+    few counts too: rounding the share up makes a count pass that its next fails)."""
+
+    def passes(m: int) -> bool:
+        return tested * binomial_tail(math.ceil(DESIGN_SHARE * m), m, 1 / ranks) < level
+
+    key = (ranks, tested, level)
+    if key not in _LEAST:
+        m = 1
+        while not all(passes(m + more) for more in range(4)):
+            m += 1
+        _LEAST[key] = m
+    return _LEAST[key]

@@ -1,0 +1,62 @@
+"""The rank the others wait for, told collective by collective, on real jobs under the real launcher.
+
+A 4-rank DDP job (gloo, CPU, tests/scripts/uneven_ddp.py) whose rank 2 computes on twice the others'
+rows: it reaches the step's DDP buckets (8, one round of collectives a step) last, and the answer
+names it by the per-collective rule, with its counts and test. The same job with alike ranks names
+no rank. A 30-step window: 4 ranks need 13 rounds for a verdict (collectives.least_rounds), and 30
+leave a margin a loaded machine keeps (17 of 30 name it): beside two CPU hogs and a test suite
+(load 6-12 on 2 cores), 13-step windows named the rank in 9 of 10 runs, the last in 10-13 of 13
+steps (10 needed), and named no rank in 10 healthy runs (docs/benchmarks.md, figures F6-F7); a
+20-step window under this suite's own load once had it the last in fewer than 13 of 20.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from answers import check_json, slow_rank_evidence
+from jobs import assert_ok, clean_env, npuprof, once, script
+
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4"]
+
+
+def env() -> dict[str, str]:
+    environ = clean_env(OMP_NUM_THREADS="1")
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        environ.pop(var, None)
+    return environ
+
+
+def uneven_run(extra: float, tmp_path_factory) -> dict:
+    """The job under npuprof-run, steps 4-33 profiled; its ``--check --json`` report."""
+    out = str(tmp_path_factory.mktemp(f"extra_{extra:g}") / "out")
+    job = [*TORCHRUN, script("uneven_ddp.py"), "--extra", str(extra), "--steps", "36"]
+    assert_ok(npuprof(["--skip-first", "3", "--active", "30", "--output-dir", out, "--", *job], env=env()))
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+    return report
+
+
+@pytest.mark.xdist_group("collective_judge_slow")
+def test_a_rank_with_twice_the_work_is_named_by_each_collective_with_its_counts_and_test(tmp_path_factory):
+    report = once("uneven_slow", lambda: uneven_run(1.0, tmp_path_factory))
+    found = report["job"]["slow_ranks"]
+    assert [slow["rank"] for slow in found] == [2], slow_rank_evidence(report)
+    (slow,) = found
+    assert slow["method"] == "collectives" and slow["rule"] == "per_collective", slow
+    assert slow["ranks_compared"] == 4 and slow["rounds"] >= 30 and slow["collectives"] >= 200, "8 buckets a step"
+    assert slow["last_in"] >= 17 and slow["p_value"] < slow["level"] == 0.001, slow
+    assert slow["wait_per_step_s"] > 0.001
+    (item,) = [one for one in report["findings"] if one["kind"] == "waited_for_rank"]
+    assert item["ranks"] == [2] and item["evidence"]["rule"] == "per_collective"
+    assert {"last_in", "rounds", "p_value", "level", "test"} <= set(item["evidence"]), item
+
+
+@pytest.mark.xdist_group("collective_judge_healthy")
+def test_alike_ranks_are_named_by_no_rule(tmp_path_factory):
+    report = once("uneven_healthy", lambda: uneven_run(0.0, tmp_path_factory))
+    assert report["job"]["slow_ranks"] == [], slow_rank_evidence(report)
+    verdict = report["job"]["slow_rank_verdict"]
+    assert verdict["found"] is False and verdict["rule"] == "per_collective", verdict
+    assert not [one for one in report["findings"] if one["kind"] in ("waited_for_rank", "slow_rank")]
