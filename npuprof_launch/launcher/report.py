@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from npuprof_launch.common import deliverables, names, options, outcomes, processlog, tracecollectives
+from npuprof_launch.common import deliverables, hcclcollectives, names, options, outcomes, processlog, tracecollectives
 from npuprof_launch.common.record import ENDED_EXEC, ReadRecord, alive_here, attempt_of, process_count, read_dir
 from npuprof_launch.launcher import (
     answer,
@@ -424,6 +424,14 @@ def _check_traces(
                 plain += windowfiles.viewed_bytes(path)
                 for name, us in deliverables.npu_operator_totals(path).items():
                     self_times[name] = self_times.get(name, 0.0) + us
+                timed = hcclcollectives.step_times(path)  # the NPU's own account of its steps
+                if timed is not None:
+                    process["profiler_steps"] += timed[0]
+                    window_us += timed[1]
+                    collective_us += timed[2]
+                each = hcclcollectives.of_session(path)  # HCCL's operations, as gloo's and NCCL's feed the judge
+                if each is not None:
+                    process.setdefault(lockstep.COLLECTIVES, []).extend(each)
                 continue
             summary = care.get("summary") if care and care.get("status") == "done" and not deep else None
             if summary is None:

@@ -1,0 +1,165 @@
+"""Each HCCL operation of an NPU session, with how long this rank waited in it.
+
+The same list per rank as tracecollectives.py makes of a torch trace, ``(key, group, step, wait_s,
+start_s)``, for the test of which rank the others wait for (launcher/collectives.py): the rank that
+reaches a collective last waits least in it. Read from what torch_npu's parse writes into the
+session's ``ASCEND_PROFILER_OUTPUT/`` (its sources: ``prof_view/_communication_parser.py`` for the
+text export, ``prof_view/prof_db_parse/_trace_step_time_db_parser.py`` and
+``_step_info_db_parser.py`` for the db's ``COMMUNICATION_OP`` and ``STEP_TIME``):
+
+- text, ``communication.json``: per step (``step{N}``), each collective operation keyed
+  ``{op name}@{group}``, its "Communication Time Info": "Wait Time(ms)" (the wait for the other
+  ranks: what the test reads), "Elapse Time(ms)", "Start Timestamp(us)". An op's name carries the
+  group's and the op's own numbers (``hcom_allReduce__123_0_1``), the same on every rank.
+- db, ``ascend_pytorch_profiler[_{rank}].db``: ``COMMUNICATION_OP`` (opName and groupName through
+  ``STRING_IDS``, startNs, endNs) and ``STEP_TIME`` (id, startNs, endNs): an op's wait is not kept
+  there, its duration stands for it (the last to arrive has the shortest), and its step is the one
+  whose span holds its start.
+
+The text export is read where both are. None where the session holds neither (a one-process job,
+Level_none, a parse that did not run): the report then judges as it can without them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+from npuprof_launch.common import deliverables
+
+COMMUNICATION = "communication.json"
+TIME_INFO = "Communication Time Info"
+COLLECTIVE = "collective"
+STEP_PREFIX = "step"
+#: An op of the db export that starts this long before its step's span still belongs to it (the
+#: step boundary is the host's, the op's start the device's).
+DB_SLACK_NS = 0
+
+
+def of_session(path: str, most: int = 512) -> list[tuple[str, str, int, float, float]] | None:
+    """The session's collective operations, the first ``most`` of each step alike; None where it
+    holds no communication data."""
+    output = os.path.join(path, deliverables.ASCEND_OUTPUT)
+    found = _text(os.path.join(output, COMMUNICATION))
+    if found is None:
+        found = _db(output)
+    if found is None:
+        return None
+    by_step: dict[int, list] = {}
+    for item in sorted(found, key=lambda item: (item[2], item[4])):
+        by_step.setdefault(item[2], []).append(item)
+    kept = max(1, most // max(1, len(by_step)))
+    return [item for step in sorted(by_step) for item in by_step[step][:kept]]
+
+
+def _text(path: str) -> list[tuple[str, str, int, float, float]] | None:
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    found = []
+    for step_name, split in data.items():
+        if not (isinstance(step_name, str) and step_name.startswith(STEP_PREFIX)) or not isinstance(split, dict):
+            continue
+        try:
+            step = int(step_name[len(STEP_PREFIX) :])
+        except ValueError:
+            continue
+        for key, op in (split.get(COLLECTIVE) or {}).items():
+            info = op.get(TIME_INFO) if isinstance(op, dict) else None
+            if not isinstance(info, dict) or "@" not in key:
+                continue
+            group = key.rsplit("@", 1)[1]
+            wait_ms = info.get("Wait Time(ms)", info.get("Elapse Time(ms)"))
+            start_us = info.get("Start Timestamp(us)", 0.0)
+            try:
+                found.append((key, group, step, float(wait_ms or 0.0) / 1e3, float(start_us or 0.0) / 1e6))
+            except (TypeError, ValueError):
+                continue
+    return found
+
+
+def _db(output: str) -> list[tuple[str, str, int, float, float]] | None:
+    try:
+        names = [n for n in os.listdir(output) if n.startswith(deliverables.DB_PREFIX) and n.endswith(".db")]
+    except OSError:
+        return None
+    for name in sorted(names):
+        try:
+            connection = sqlite3.connect(f"file:{os.path.join(output, name)}?mode=ro", uri=True)
+        except sqlite3.Error:
+            continue
+        try:
+            strings = dict(connection.execute("SELECT id, value FROM STRING_IDS").fetchall())
+            steps = sorted(
+                connection.execute("SELECT id, startNs, endNs FROM STEP_TIME").fetchall(), key=lambda s: s[1]
+            )
+            ops = connection.execute("SELECT opName, groupName, startNs, endNs FROM COMMUNICATION_OP").fetchall()
+        except sqlite3.Error:
+            continue
+        finally:
+            connection.close()
+        found = []
+        for op, group, start, end in ops:
+            step = next((number for number, low, high in steps if low - DB_SLACK_NS <= start < high), None)
+            if step is None:
+                continue
+            group_name = str(strings.get(group, group))
+            key = f"{strings.get(op, op)}@{group_name}"
+            found.append((key, group_name, int(step), (end - start) / 1e9, start / 1e9))
+        return found
+    return None
+
+
+STEP_TRACE_TIME = "step_trace_time.csv"
+
+
+def step_times(path: str) -> tuple[int, float, float] | None:
+    """A session's recorded steps, their time and the time they spent in communication (us), from
+    ``step_trace_time.csv`` (text) or ``analysis.db``'s ``StepTraceTime`` (db; torch_npu's
+    ``_trace_step_time_parser.py`` and ``_trace_step_time_db_parser.py``: per step, Computing,
+    Communication(Not Overlapped), Overlapped, Communication, Free; a step's time is its computing,
+    its communication not overlapped and its free time, as msprof-analyze adds them); None where the
+    session has neither (Level_none, a parse that did not run)."""
+    import csv
+
+    output = os.path.join(path, deliverables.ASCEND_OUTPUT)
+    rows: list[tuple] = []
+    try:
+        with open(os.path.join(output, STEP_TRACE_TIME), newline="") as handle:
+            for row in csv.DictReader(handle):
+                rows.append(
+                    tuple(row.get(c) for c in ("Computing", "Communication(Not Overlapped)", "Free", "Communication"))
+                )
+    except (OSError, csv.Error):
+        rows = _analysis_rows(os.path.join(output, ANALYSIS_DB))
+    steps, window, communication = 0, 0.0, 0.0
+    for computing, not_overlapped, free, total in rows:
+        try:
+            window += float(computing) + float(not_overlapped) + float(free)
+            communication += float(total)
+        except (TypeError, ValueError):
+            continue
+        steps += 1
+    return (steps, window, communication) if steps else None
+
+
+ANALYSIS_DB = "analysis.db"
+
+
+def _analysis_rows(path: str) -> list[tuple]:
+    if not os.path.exists(path):
+        return []
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            query = "SELECT computing, communication_not_overlapped, free, communication FROM StepTraceTime"
+            return connection.execute(query).fetchall()
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return []
