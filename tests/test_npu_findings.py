@@ -6,8 +6,9 @@ export), as a torch trace gives them on CPU. The db export here (COMMUNICATION_O
 text export's reader has unit tests (tests/unit/test_hccl_reading.py).
 
 Not held yet: that the judge names the slower rank from these operations. The stand-in's ops
-start as a device stream would run gloo's work, and rank 2 (twice the rows) waited least in 55 of
-120 of them (1 in 4 by chance), but in rounds it was the last no more often than chance allows."""
+start as a device stream would run gloo's work; with tests/scripts/slow_rank_ddp.py's rank 2 on 4
+times the batch, it waited least in 55 of 120 of them (1 in 4 by chance), but in rounds it was the
+last no more often than chance allows."""
 
 from __future__ import annotations
 
