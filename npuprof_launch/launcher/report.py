@@ -56,6 +56,11 @@ def build(
     the run, where it has it in hand (it may not have been written). ``window``: the NPU window
     handed to msprof-analyze (handoff.py; by default the first complete one).
     """
+    with deliverables.collector_paused():
+        return _build(output_dir, run_id, deep, run, window)
+
+
+def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | None, window: int | None) -> dict:
     output_dir = os.path.abspath(output_dir)
     accounts = launch.read_runs(output_dir)
     every_record = read_dir(output_dir)
