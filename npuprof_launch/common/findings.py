@@ -15,6 +15,8 @@ from statistics import median
 
 from npuprof_launch.common import stepstats
 
+#: How many spikes the answer shows, the worst first (the rest are counted, never listed).
+SPIKES_SHOWN = 5
 #: The level of every test here: a finding is made only when chance would produce its evidence
 #: less than once in a thousand jobs of alike ranks (after correcting for which rank was picked).
 LEVEL = 0.001

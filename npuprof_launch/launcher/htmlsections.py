@@ -2,7 +2,7 @@
 commands, the table of the processes with their trace links, and how to open the traces.
 
 Its own module because these sections read the report dict (report.py) and its job summary
-(jobview.py) and nothing else: no step-times file, no chart (those are htmlcharts.py's). It also
+(jobview.py's) and nothing else: no step-times file, no chart (those are htmlcharts.py's). It also
 holds the few text helpers every part of the page writes with (``esc``, ``count``, ``ms_text``),
 so it imports no other module of the page but htmlgrid.py's process fields.
 
@@ -21,8 +21,8 @@ import os
 import shlex
 import urllib.parse
 
-from npuprof_launch.common import names, stepstats
-from npuprof_launch.launcher import answer, handoff, jobview, runs, wording
+from npuprof_launch.common import findings, names, stepstats
+from npuprof_launch.launcher import answer, handoff, runs, wording
 from npuprof_launch.launcher.htmlgrid import median_s, process_label, process_windows
 from npuprof_launch.launcher.htmltext import esc, ms_text
 
@@ -165,7 +165,7 @@ def spike_table(job: dict) -> str:
         f'<tbody>{"".join(rows)}</tbody></table><p class="caption">A spike: a step '
         f"{stepstats.SPIKE_RATIO:g}x its rank's median or more "
         f"(and {stepstats.SPIKE_MIN_S * 1e3:g} ms longer); the worst "
-        f"{jobview.SPIKES_SHOWN} are shown. In lockstep one rank's stall spreads to all. Not counted: the first "
+        f"{findings.SPIKES_SHOWN} are shown. In lockstep one rank's stall spreads to all. Not counted: the first "
         f"{stepstats.WARMUP_STEPS} timed steps, the profiled steps, and those beside the tool's aftercare that its "
         "cost may explain (told apart, above).</p></section>\n"
     )

@@ -23,7 +23,6 @@ from npuprof_launch.launcher import answer, lockstep, wording
 
 #: The options a suggested run sets itself; every other option the run was given is kept.
 SUGGESTION_SETS = (*names.SCHEDULE_KEYS, "ranks", "total-steps", "on-demand")
-SPIKES_SHOWN = 5
 #: Spikes evenly spaced are told as a period from this many on (three at random steps of a hundred
 #: fall evenly apart about once in fifty runs; the line says where to look, not what it is).
 PERIOD_MIN_SPIKES = 3
@@ -149,8 +148,8 @@ def summarize(
     if job["spike_period"]:  # the job's own periodic work: a wait for a CPU in it explains nothing away
         on = set(job["spike_period"]["steps"])
         undecidable = [spike for spike in undecidable if spike["step"] not in on or not spike.get("cpu_wait")]
-    job["undecidable_spikes"] = undecidable[:SPIKES_SHOWN]
-    job["spikes"] = job["spikes"][:SPIKES_SHOWN]
+    job["undecidable_spikes"] = undecidable[: findings.SPIKES_SHOWN]
+    job["spikes"] = job["spikes"][: findings.SPIKES_SHOWN]
     beside = [spike for spike in job["undecidable_spikes"] if spike.get("beside_aftercare")]
     job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], beside, held)
     job[NOTES] = _cpu_wait_notes(job["undecidable_spikes"])
@@ -450,7 +449,7 @@ def _tool_steps(
                 steps=answer.steps_of(recorded),
                 step_s=range_s,
                 median_s=median,
-                profiler_starts=slow[:SPIKES_SHOWN],
+                profiler_starts=slow[: findings.SPIKES_SHOWN],
             )
         )
     if beside:

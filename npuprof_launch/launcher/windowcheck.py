@@ -1,0 +1,104 @@
+"""Each window of a process checked and read: its deliverables where they are now, its steps, its
+time in collectives and each collective, its operators' time, from the aftercare's summary where one
+was written (small files, whatever the trace's size), else from the trace itself; for an NPU
+session, from what torch_npu's parse wrote (hcclcollectives.py). The report (report.py) makes a
+row of each process with it.
+"""
+
+from __future__ import annotations
+
+from npuprof_launch.common import deliverables, hcclcollectives, names, tracecollectives
+from npuprof_launch.common.record import ReadRecord
+from npuprof_launch.launcher import lockstep, windowfiles
+
+
+def check(
+    record: ReadRecord, output_dir: str, process: dict, self_times: dict, deep: bool
+) -> tuple[list[tuple[str, str]], float, float]:
+    """Each window's deliverables, from its aftercare's summary where one was written (small files,
+    whatever the trace's size), else from the trace itself; and where each file is. Its problems
+    are ``(kind, reason)``: the process's label goes first when they are told."""
+    problems: list[tuple[str, str]] = []
+    trace = "trace_problem"
+    collective_us = window_us = 0.0
+    backend = record.get("backend")
+    export_type = (record.get("options") or {}).get("export-type") or ["text"]
+    parse_asked = (record.get("options") or {}).get("analyse") is not False
+    process["window_bytes"] = []
+    windows = [dict(w) for w in record.get("windows") or []]
+    attributed = {rel for window in windows for rel in window.get("traces") or ()}
+    loose = [rel for rel in record.get("traces") or () if rel not in attributed]
+    if loose:  # a record from before windows were recorded, or traces listed by hand
+        windows.append({"traces": loose})
+    for window in windows:
+        care = windowfiles.aftercare_result(output_dir, window)
+        if care and care.get("errors"):
+            problems.extend((trace, error) for error in care["errors"])
+            process.setdefault(windowfiles.LOGGED, []).extend(care.get("logged") or ())
+        size = sum((care or {}).get("bytes", {}).values()) if care else 0
+        plain = sum((care or {}).get("plain_bytes", {}).values()) if care else 0
+        for rel in window.get("traces") or []:
+            path, note = windowfiles.locate(output_dir, rel, window.get("staged"))
+            if path is None:
+                problems.append((trace, f"{rel}: missing"))
+                continue
+            if note:
+                problems.append((trace, note))
+            if not care:
+                size += windowfiles.tree_bytes(path)
+            if backend == "npu":
+                found = deliverables.check_ascend_dir(path, export_type, parse_asked)
+                problems.extend((trace, problem) for problem in found)
+                if not parse_asked and deliverables.unparsed(path):
+                    process["raw_sessions"] = process.get("raw_sessions", 0) + 1
+                plain += windowfiles.viewed_bytes(path)
+                for name, us in deliverables.npu_operator_totals(path).items():
+                    self_times[name] = self_times.get(name, 0.0) + us
+                timed = hcclcollectives.step_times(path)  # the NPU's own account of its steps
+                if timed is not None:
+                    process["profiler_steps"] += timed[0]
+                    window_us += timed[1]
+                    collective_us += timed[2]
+                each = hcclcollectives.of_session(path)  # HCCL's operations, as gloo's and NCCL's feed the judge
+                if each is not None:
+                    process.setdefault(lockstep.COLLECTIVES, []).extend(each)
+                continue
+            summary = care.get("summary") if care and care.get("status") == "done" and not deep else None
+            if summary is None:
+                path, parsed = windowfiles.summarize_where_it_is(output_dir, rel, window.get("staged"), path)
+                if parsed is None:
+                    problems.append((trace, f"{rel}: missing"))
+                    continue
+                plain = plain or (windowfiles.tree_bytes(path) if not path.endswith(".gz") else 0)
+                summary = {
+                    "steps": len(parsed.step_names),
+                    "collective_us": parsed.collective_us,
+                    "window_us": sum(parsed.step_durations_us),
+                    "self_time_us": parsed.self_time_us,
+                    "problems": parsed.problems,
+                    "collectives": parsed.collectives,
+                }
+            problems.extend((trace, problem) for problem in summary.get("problems") or [])
+            process["profiler_steps"] += summary.get("steps", 0)
+            collective_us += summary.get("collective_us", 0.0)
+            window_us += summary.get("window_us", 0.0)
+            each = tracecollectives.of(summary.get("collectives"))
+            if each is not None:
+                process.setdefault(lockstep.COLLECTIVES, []).extend(each)
+            for name, us in (summary.get("self_time_us") or {}).items():
+                self_times[name] = self_times.get(name, 0.0) + us
+        if window.get("traces"):
+            process["window_bytes"].append(size)
+            warnings = windowfiles.size_warnings(window, size, plain, backend)
+            problems.extend(("output_size", warning) for warning in warnings)
+    saved = (record.get("windows_completed") or 0) + (record.get("partial_traces") or 0)
+    if backend == "npu" and saved and not record.get("traces"):
+        problems.append(
+            (
+                trace,
+                f"torch_npu handed over {saved} window(s) but no {record.get('worker')}_*"
+                f"{names.ASCEND_DIR_SUFFIX} directory appeared in {output_dir}: torch_npu wrote no data "
+                "(its [ERROR] lines on the job's stderr say why)",
+            )
+        )
+    return problems, collective_us, window_us
