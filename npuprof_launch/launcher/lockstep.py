@@ -184,16 +184,9 @@ def _cpu_wait_by_step(process: dict) -> dict[int, float]:
     numbering): its block's wait, shared among the block's steps (each profiled step is a block of
     its own), or the bound of a block not kept."""
     found = {}
-    offset = process.get("step_offset") or 0
-    for window in process.get("windows") or ():
-        first = window.get("first_step")
-        if first is None:
-            continue
-        for step in range(first, (window.get("last_step") or first) + 1):
-            wait = stepstats.cpu_wait_of(process.get("cpu_wait"), step - offset)
-            if wait:
-                low, high = wait.get("cpu_wait_steps") or (step, step)
-                found[step] = wait["cpu_wait_s"] / (high - low + 1)
+    for step, wait in _recorded_waits(process):
+        low, high = wait.get("cpu_wait_steps") or (step, step)
+        found[step] = wait["cpu_wait_s"] / (high - low + 1)
     return found
 
 
@@ -367,6 +360,15 @@ def _cpu_wait_in(process: dict) -> tuple[float, bool]:
     and whether a bound is in it. The windows count the job's steps, the readings the process's
     (a resumed job's ``step_offset`` apart)."""
     blocks, bound = {}, False
+    for step, wait in _recorded_waits(process):
+        blocks[tuple(wait.get("cpu_wait_steps") or (step, step))] = wait["cpu_wait_s"]
+        bound = bound or bool(wait.get("cpu_wait_at_most"))
+    return float(sum(blocks.values())), bound
+
+
+def _recorded_waits(process: dict):
+    """``(step, its block's wait for a CPU)`` for each recorded step whose block is known (the job's
+    numbering; the readings count the process's steps, a resumed job's ``step_offset`` apart)."""
     offset = process.get("step_offset") or 0
     for window in process.get("windows") or ():
         first = window.get("first_step")
@@ -375,9 +377,7 @@ def _cpu_wait_in(process: dict) -> tuple[float, bool]:
         for step in range(first, (window.get("last_step") or first) + 1):
             wait = stepstats.cpu_wait_of(process.get("cpu_wait"), step - offset)
             if wait:
-                blocks[tuple(wait.get("cpu_wait_steps") or (step, step))] = wait["cpu_wait_s"]
-                bound = bound or bool(wait.get("cpu_wait_at_most"))
-    return float(sum(blocks.values())), bound
+                yield step, wait
 
 
 def _span_ms(low: float, high: float) -> str:
