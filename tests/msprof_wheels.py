@@ -8,7 +8,9 @@ with ``pip download --no-deps`` into a cache beside torch_npu's (npu_wheels.cach
 in a child process (two releases cannot share one interpreter). Only the walk for the directories
 is written here: its module, ``cluster_analysis.py``, imports pandas, which the suite does not
 install; it is six lines there (``allocate_prof_data``: PathManager.limited_depth_walk, ten levels,
-every directory name ending in ``ascend_pt``), repeated below as they are.
+every directory name ending in ``ascend_pt``), repeated below as they are. Its ``file_manager``
+imports PyYAML, which the code run here never calls: where it is not installed, an empty module
+stands in for it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ from npu_wheels import cache_dir
 VERSIONS = ("8.1.0", "26.2.0")
 
 CHILD = r"""
-import json, os, sys
+import json, os, sys, types
+try:
+    import yaml  # msprof-analyze's file_manager imports it; the code run here never calls it
+except ImportError:
+    sys.modules["yaml"] = types.ModuleType("yaml")
 from msprof_analyze.cluster_analyse.cluster_data_preprocess.pytorch_data_preprocessor import PytorchDataPreprocessor
 
 root = sys.argv[1]
