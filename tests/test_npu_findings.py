@@ -5,10 +5,12 @@ come from the session's step times (step_trace_time.csv, or analysis.db's StepTr
 export), as a torch trace gives them on CPU. The db export here (COMMUNICATION_OP, STEP_TIME); the
 text export's reader has unit tests (tests/unit/test_hccl_reading.py).
 
-Not held yet: that the judge names the slower rank from these operations. The stand-in's ops
-start as a device stream would run gloo's work; with tests/scripts/slow_rank_ddp.py's rank 2 on 4
-times the batch, it waited least in 55 of 120 of them (1 in 4 by chance), but in rounds it was the
-last no more often than chance allows."""
+Not held yet: that the judge names the slower rank from these operations. The stand-in's ops are
+gloo's work ranges, whose start for a step's later DDP buckets is the end of the bucket before on
+every rank alike (common/tracecollectives.py): with tests/scripts/slow_rank_ddp.py's rank 2 on 4
+times the batch, no rank was the last in more rounds than chance allows. (Starting each op at the
+rank's call instead, as a device stream would, did not name it either, and made the stand-in's
+own per-op test weaker: rank 2 waited least in 8 of 16 ops where it had in 14-15.)"""
 
 from __future__ import annotations
 

@@ -262,18 +262,12 @@ def _export_cann(window: Window) -> None:
 
 
 def _comms(session: str) -> list:
-    """The window's HCCL operations: the job's collectives captured while it recorded, each as an
-    NPU stream runs it: it starts when the rank issued it (its c10d call), or when the op before it
-    on the stream ended, and ends when gloo's work for it did. So a rank that reaches an op early
-    waits in it until the last one arrives, as HCCL's op does on the device; gloo's worker range
-    alone starts when a worker takes the op, for a step's later DDP buckets the end of the bucket
-    before on every rank alike, and holds the transfer, not the wait."""
-    found, free = [], 0
-    for c in sorted(collectives.read(session), key=lambda c: (c.launch_ns or c.start_ns, c.seq)):
-        start = min(max(c.launch_ns or c.start_ns, free), c.end_ns - 1)
-        found.append(files.Comm(c.op_type, c.group, c.seq, start, c.end_ns, c.bytes, c.world, c.rank))
-        free = max(free, c.end_ns)
-    return found
+    """The window's HCCL operations: the job's collectives captured while it recorded (gloo's work
+    range of each: its start, its end)."""
+    return [
+        files.Comm(c.op_type, c.group, c.seq, c.start_ns, c.end_ns, c.bytes, c.world, c.rank)
+        for c in collectives.read(session)
+    ]
 
 
 def _trace_view(window: Window) -> None:
