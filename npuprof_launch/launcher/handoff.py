@@ -190,7 +190,7 @@ def build(output_dir: str, run_id: str, processes: list[dict], window: int | Non
     if chosen is None:
         return None, []
     folder, left_out = lay_out(output_dir, run_id, chosen)
-    command = f"msprof-analyze cluster -d {shlex.quote(folder)}"
+    command = _cluster_command(folder)
     types = sorted(
         {t for s in chosen.sessions for t in deliverables.recorded_export_types(os.path.join(output_dir, s.path))}
     )
@@ -240,6 +240,8 @@ def _differs(output_dir: str, chosen: Plan, types: list[str]) -> list[dict]:
 
 def command_line(handoff: dict | None, output_dir: str) -> str:
     """The command the answer gives for all ranks at once."""
-    if handoff is None:
-        return f"msprof-analyze cluster -d {shlex.quote(output_dir)}"
-    return str(handoff["command"])
+    return _cluster_command(output_dir) if handoff is None else str(handoff["command"])
+
+
+def _cluster_command(directory: str) -> str:
+    return f"msprof-analyze cluster -d {shlex.quote(directory)}"

@@ -332,7 +332,8 @@ def _process(record: ReadRecord, output_dir: str, run: dict | None, problems: li
         profiler_steps=0,
     )
     printed = record.get("profiler_errors")  # None: an older record, its profiler's errors among its errors
-    process["errors"] += [names.PROFILER_ERROR + text for text in printed or ()]
+    said = {text: names.PROFILER_ERROR + text for text in printed or ()}  # each printed error's sentence
+    process["errors"] += said.values()
     self_times: dict[str, float] = {}
     trace_problems, collective_us, window_us = windowcheck.check(record, output_dir, process, self_times, deep)
     process["top_operators"] = [
@@ -358,7 +359,7 @@ def _process(record: ReadRecord, output_dir: str, run: dict | None, problems: li
         told = windowfiles.unrepeated(process["errors"], [reason for _, reason in trace_problems])
     else:  # each printed error once: as the parse's log line where it logged it too (it says more)
         told = list(record.get("errors") or [])
-        told += [names.PROFILER_ERROR + text for text in printed if not windowfiles.logged(text, logged)]
+        told += [sentence for text, sentence in said.items() if not windowfiles.logged(text, logged)]
     for error in told:
         problems.append(_about(record, "profiler_error", error))
     stale = record.get("ended") is None and not alive_here(record)
