@@ -1,22 +1,30 @@
 """How far the job's answer can be trusted, from real runs: ``python benchmarks/findings.py``.
 
-Every run is real: npuprof-run around torchrun (gloo on the CPU) around findings_job.py, and the
-verdict is the one a user reads, ``npuprof-run --check DIR --json``. Two rates come out:
+Every run is real: npuprof-run around torchrun (gloo on the CPU) around findings_job.py (or the job
+alone, for one rank), and the verdict is the one a user reads, ``npuprof-run --check DIR --json``.
+Two rates come out:
 
-* false findings: healthy runs (2, 4 and 8 alike ranks; in lockstep (DDP) and alone; steps of
-  0.5, 5 and 50 ms; with and without a busy process beside the job), the window early, so that
-  the tool's own steps and its aftercare fall among the job's. Goal: no slow rank and no spike.
-  Slowdowns found are counted apart.
-* detection: injected faults on 50 ms steps (one rank sleeping 10 %, 30 % and 100 % of a step
-  in every step; one 10x step on one rank; every rank 1.5x slower from step 20 on), found with
-  the right rank or step (a slowdown within 2 steps). Goal: 95 % at least. The window comes after the faults'
-  steps here, so that a fault is not beside the tool's aftercare (that case is told undecidable
-  by design: findings.spike_beside_aftercare).
+* false findings: healthy runs, the window early, so that the tool's own steps and its aftercare
+  fall among the job's. Goal: nothing named (no slow rank, no rank waited for, no slowdown, no
+  spike; in a job with an evaluation or a checkpoint every 10 steps, no spike off the period the
+  answer tells, ``job.spike_period``). Until 2026-12-05 slowdowns were counted apart.
+* detection: injected faults, found with the right rank (the first slow rank) or step (a spike on
+  its step, a slowdown within SLOWDOWN_WITHIN steps, of that rank alone where one rank slowed).
+  Goal: 95 % at least. The window comes after the faults' steps, so that a fault is not beside the
+  tool's aftercare (that case is told undecidable by design: findings.spike_beside_aftercare).
 * one-step windows, as a spike's suggested run records: healthy DDP runs (no rank may be named) and
   a 10x step 10 on rank 1 (its run must say the others waited for rank 1: job.waited_for).
 
-``--quick`` runs a small subset (a few runs), for the tests; ``--only NAME,...`` the runs named.
-On a busy 2-core machine a run takes 20-60 s (8 ranks import torch on 2 cores).
+The groups (``--group``): ``healthy`` and ``faults``, the first grid (2, 4 and 8 ranks, DDP and
+alone, steps of 0.5, 5 and 50 ms, with and without busy processes; faults by sleeps on 50 ms steps);
+``one-step``; ``new``, the shapes of real jobs, all beside busy processes (one rank; compute, not
+sleeps: a rank on 1.1x-3x the rows, 3-, 13- and 30-step windows in DDP; DataLoader workers; gradient
+accumulation; an evaluation and a checkpoint every 10 steps; two-second stalls; a slowdown of one
+rank of independent ones and of all from step 40); ``hog``, every run beside busy processes (at
+least --hogs, and LOAD with the ranks); ``all``. ``--list`` prints the runs chosen.
+
+``--quick`` runs a small subset (two runs), for the tests; ``--only NAME,...`` the runs named.
+On a busy 2-core machine a run takes 5-60 s (8 ranks import torch on 2 cores).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,8 +47,7 @@ HOG = "while True: pass"
 
 #: Healthy runs: the window early (steps 3-5), as a user's first run has it.
 HEALTHY_SCHEDULE = ["--skip-first", "2", "--active", "3"]
-#: Faulty runs: 40 steps, the window late (steps 35-37), the faults before it.
-FAULT_SCHEDULE = ["--skip-first", "34", "--active", "3"]
+#: Faulty runs: 40 steps, the window late (steps 35-37: fault_schedule), the faults before it.
 FAULT_STEPS = 40
 #: A spike's suggested run: one recorded step, on the spike (rank 1's 10x step 10) or on a healthy
 #: job's step; the answer is whom that step waited for (job.waited_for), or nothing.
@@ -47,6 +55,19 @@ ONE_STEP_SCHEDULE = ["--skip-first", "9", "--active", "1"]
 #: Faults on steps of 50 ms: at 20 ms a 10 % sleep (2 ms) was within what a busy 2-core machine
 #: does to a step, and the per-step test rightly found no rank standing out.
 FAULT_STEP_MS = 50.0
+#: The shapes of real jobs (findings_job.py): a DataLoader of 2 workers; an evaluation of 200 ms and
+#: a checkpoint of 16 MB (written and flushed to disk) after every 10th step; compute on 512 rows a
+#: step of 8 linear layers of 256 (about 20 ms on an idle core here).
+LOADER = ["--loader-workers", "2"]
+EVAL = ["--eval-every", "10", "--eval-ms", "200"]
+CHECKPOINT = ["--checkpoint-every", "10", "--checkpoint-mb", "16"]
+COMPUTE = ["--rows", "512"]
+#: A slowdown is found when its step is this near the step where it began (a block boundary).
+SLOWDOWN_WITHIN = 3
+#: Busy processes beside a run marked ``hog``: two at least (until 2026-12-05: one), and as many as make
+#: the load LOAD with the job's ranks (a one-rank job has three beside it): busy on 2 cores.
+HOGS = 2
+LOAD = 4
 
 
 def healthy_cases() -> list[dict]:
@@ -130,39 +151,199 @@ def one_step_cases() -> list[dict]:
     return cases
 
 
+def new_shape_cases() -> list[dict]:
+    """The shapes of real jobs, beside the busy processes (issue 37): one rank; compute, not sleeps;
+    a DataLoader's workers; gradient accumulation; an evaluation and a checkpoint every 10 steps;
+    stalls; a slowdown of one rank and of all."""
+    cases = []
+
+    def add(name: str, ranks: int, ddp: bool, steps: int, step_ms: float, job: list[str], **more) -> None:
+        cases.append({"name": name, "ranks": ranks, "ddp": ddp, "hog": True, "steps": steps, "step_ms": step_ms})
+        cases[-1].update(job=job, **more)
+
+    shapes = {"": [], "-loader": LOADER, "-accum4": ["--accumulate", "4"]}
+    for ranks, ddp in ((1, False), (2, False), (4, True)):
+        mode = _mode(ranks, ddp)
+        for shape, job in shapes.items():
+            add(f"healthy-{mode}{shape}", ranks, ddp, 30, 20.0 if shape != "-accum4" else 5.0, job)
+        add(f"healthy-{mode}-eval10", ranks, ddp, 45, 20.0, EVAL, periodic=True)
+        add(f"healthy-{mode}-ckpt10", ranks, ddp, 45, 20.0, CHECKPOINT, periodic=True)
+    add("healthy-1r-50ms", 1, False, 20, 50.0, [])
+    add("healthy-8r-ddp-eval10", 8, True, 45, 20.0, EVAL, periodic=True)
+    for ranks, ddp in ((2, False), (4, True)):
+        everything = [*LOADER, "--accumulate", "2", *EVAL, *CHECKPOINT]
+        add(f"healthy-{_mode(ranks, ddp)}-everything", ranks, ddp, 45, 10.0, everything, periodic=True)
+    for ranks, ddp in ((1, False), (2, False), (2, True), (4, True)):
+        add(f"healthy-{_mode(ranks, ddp)}-compute", ranks, ddp, 30, 0.0, COMPUTE)
+    add("healthy-4r-ddp-compute-w13", 4, True, 30, 0.0, COMPUTE, schedule=late(13, 15))
+
+    # A rank on more rows than the others: compute. In lockstep the per-collective judge needs
+    # about 13 rounds at 4 ranks: 3-step windows show where the answer ends.
+    def compute(rank: int, factor: float) -> list[str]:
+        return [*COMPUTE, "--compute-rank", str(rank), "--compute-factor", str(factor)]
+
+    for factor in (1.1, 1.3, 2.0, 3.0):
+        for active in (3, 13):
+            name, slow = f"compute-4r-ddp-{factor:g}x-w{active}", compute(2, factor)
+            add(name, 4, True, 40, 0.0, slow, expect=("slow_rank", 2), schedule=late(active, 37))
+        add(f"compute-2r-alone-{factor:g}x", 2, False, 40, 0.0, compute(1, factor), expect=("slow_rank", 1))
+    slow = compute(2, 1.3)
+    add("compute-4r-ddp-1.3x-w30", 4, True, 50, 0.0, slow, expect=("slow_rank", 2), schedule=late(30, 46))
+    add("compute-4r-alone-1.3x", 4, False, 40, 0.0, slow, expect=("slow_rank", 2))
+    for factor in (1.3, 2.0):
+        slow = compute(1, factor)
+        add(f"compute-2r-ddp-{factor:g}x-w13", 2, True, 40, 0.0, slow, expect=("slow_rank", 1), schedule=late(13, 37))
+
+    # A stall: one rank's step 20 two seconds longer (40 steps of 50 ms more).
+    for ranks, ddp, shape, job in (
+        (1, False, "", []),
+        (2, False, "", []),
+        (4, True, "", []),
+        (8, True, "", []),
+        (4, True, "-loader", LOADER),
+        (2, False, "-accum4", ["--accumulate", "4"]),
+    ):
+        stall = ["--spike-rank", str(min(ranks - 1, 1)), "--spike-step", "20", "--spike-factor", "41"]
+        add(f"stall-{_mode(ranks, ddp)}{shape}", ranks, ddp, 40, 50.0, [*job, *stall], expect=("spike", 20))
+
+    # Slowdowns from step 40, twice as slow: of rank 1 of independent ranks, and of every rank.
+    one = ["--slowdown-step", "40", "--slowdown-factor", "2", "--slowdown-rank", "1"]
+    for ranks, shape, step_ms, job in (
+        (2, "", 50.0, []),
+        (2, "-loader", 50.0, LOADER),
+        (2, "-accum4", 12.5, ["--accumulate", "4"]),
+        (2, "-compute", 0.0, COMPUTE),
+        (4, "", 50.0, []),
+    ):
+        add(
+            f"slowdown-rank1-{ranks}r-alone{shape}",
+            ranks,
+            False,
+            60,
+            step_ms,
+            [*job, *one],
+            expect=("slowdown_rank", 40, 1),
+        )
+    for ranks, ddp in ((1, False), (2, False), (2, True), (4, True)):
+        add(f"slowdown-all-{_mode(ranks, ddp)}", ranks, ddp, 60, 50.0, one[:4], expect=("slowdown", 40))
+
+    # A rank sleeping a whole step more, in the shapes of real jobs.
+    slow = ["--slow-rank", "1", "--slow-frac", "1"]
+    for ranks, ddp, shape, job, periodic in (
+        (4, True, "-loader", LOADER, False),
+        (4, True, "-accum4", ["--accumulate", "4"], False),
+        (2, False, "-eval10", EVAL, True),
+        (2, False, "-ckpt10", CHECKPOINT, True),
+    ):
+        add(
+            f"slow-{_mode(ranks, ddp)}{shape}-1",
+            ranks,
+            ddp,
+            45,
+            20.0,
+            [*job, *slow],
+            expect=("slow_rank", 1),
+            periodic=periodic,
+        )
+    for case in cases:
+        case["group"] = "new"
+    return cases
+
+
+def late(active: int, last: int) -> list[str]:
+    """A window of ``active`` steps that ends on step ``last``."""
+    return ["--skip-first", str(last - active), "--active", str(active)]
+
+
+def _mode(ranks: int, ddp: bool) -> str:
+    return "1r" if ranks == 1 else f"{ranks}r-{'ddp' if ddp else 'alone'}"
+
+
 #: The quick subset: a fault clear of a loaded machine's jitter on 50 ms steps (a rank sleeping a
 #: whole step more), so that the test that runs it holds on a busy 2-core machine.
 QUICK = ("healthy-2r-alone-5ms", "slow-2r-alone-1")
 
 
+def all_cases() -> list[dict]:
+    """Every run, each with its group (healthy, faults, one-step, new); the new shapes first."""
+    cases = new_shape_cases()
+    for group, more in (("healthy", healthy_cases()), ("faults", fault_cases()), ("one-step", one_step_cases())):
+        cases += [{**case, "group": group} for case in more]
+    return cases
+
+
+GROUPS = ("new", "healthy", "faults", "one-step", "hog", "all")
+
+
+def groups(case: dict) -> set[str]:
+    """The groups a run is in: its own, "hog" beside the busy processes, and "all"."""
+    return {case["group"], "all", *(("hog",) if case["hog"] else ())}
+
+
 @contextlib.contextmanager
-def hog(on: bool):
-    """A process that keeps one core busy beside the job, when ``on``."""
-    if not on:
-        yield
-        return
-    busy = subprocess.Popen([PYTHON, "-c", HOG])
+def hog(count: int):
+    """``count`` processes that keep a core busy each, beside the job."""
+    busy = [subprocess.Popen([PYTHON, "-c", HOG]) for _ in range(count)]
     try:
         yield
     finally:
-        busy.kill()
-        busy.wait()
+        for process in busy:
+            process.kill()
+            process.wait()
 
 
-def run_case(case: dict, scratch: str) -> dict:
-    """One real run and its verdict: the job object of ``--check --json``."""
+class Load:
+    """The machine's load during a run: the tasks running or ready to run, counted every SAMPLE_S
+    (``/proc/loadavg``'s fourth field, less this reader), their mean; and the one-minute average
+    (what ``uptime`` prints first) at the run's end, which lags a run of 10 s."""
+
+    SAMPLE_S = 0.25
+
+    def __init__(self) -> None:
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> Load:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.minute = float(_loadavg()[0])
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.SAMPLE_S):
+            self.samples.append(int(_loadavg()[3].split("/")[0]) - 1)
+
+    @property
+    def mean(self) -> float:
+        return sum(self.samples) / len(self.samples) if self.samples else 0.0
+
+
+def _loadavg() -> list[str]:
+    with open("/proc/loadavg", encoding="ascii") as handle:
+        return handle.read().split()
+
+
+def run_case(case: dict, scratch: str, hogs: int) -> dict:
+    """One real run and its verdict: the job object of ``--check --json``, and the load during it."""
     out = os.path.join(scratch, case["name"])
-    torchrun = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(case["ranks"])]
     job = [JOB, "--steps", str(case["steps"]), "--step-ms", str(case["step_ms"]), *case.get("job", [])]
     if case["ddp"]:
         job.append("--ddp")
-    schedule = case.get("schedule") or (FAULT_SCHEDULE if "expect" in case else HEALTHY_SCHEDULE)
+    if case["ranks"] > 1:
+        job = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(case["ranks"]), *job]
+    else:
+        job = [PYTHON, *job]
+    schedule = case.get("schedule") or (fault_schedule(case["steps"]) if "expect" in case else HEALTHY_SCHEDULE)
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")}
     env["OMP_NUM_THREADS"] = "1"
     started = time.monotonic()
-    with hog(case["hog"]):
+    with hog(max(hogs, LOAD - case["ranks"]) if case["hog"] else 0), Load() as loaded:
         ran = subprocess.run(
-            [PYTHON, "-m", "npuprof_launch", *schedule, "--output-dir", out, "--", *torchrun, *job],
+            [PYTHON, "-m", "npuprof_launch", *schedule, "--output-dir", out, "--", *job],
             env=env,
             capture_output=True,
             text=True,
@@ -179,7 +360,34 @@ def run_case(case: dict, scratch: str) -> dict:
     problems = [p["text"] if isinstance(p, dict) else p for p in report.get("problems") or ()]
     if ran.returncode != 0:
         problems.append(f"the run exited {ran.returncode}: {ran.stderr[-300:]}")
-    return {"case": case, "job": report.get("job") or {}, "problems": problems, "s": seconds}
+    job_of = report.get("job") or {}
+    return {
+        "case": case,
+        "job": job_of,
+        "problems": problems,
+        "s": seconds,
+        "load": loaded.mean,
+        "load_1m": loaded.minute,
+    }
+
+
+def fault_schedule(steps: int) -> list[str]:
+    """A faulty run's window: three steps near its end, after the faults' steps."""
+    return ["--skip-first", str(steps - 6), "--active", "3"]
+
+
+def false_findings(result: dict) -> dict[str, list]:
+    """A healthy run's findings, by kind: slow ranks, waited-for ranks, slowdowns and spikes; in a
+    job with periodic work (an evaluation, a checkpoint) the spikes on the period the answer told
+    (``job.spike_period``) are explained, the others not."""
+    job = result["job"]
+    period = set((job.get("spike_period") or {}).get("steps") or ()) if result["case"].get("periodic") else set()
+    return {
+        "slow rank": [s.get("rank") for s in job.get("slow_ranks") or ()],
+        "waited-for": [s.get("rank") for s in job.get("waited_for") or ()],
+        "slowdown": [s.get("step") for s in job.get("slowdowns") or ()],
+        "spike": [s.get("step") for s in job.get("spikes") or () if s.get("step") not in period],
+    }
 
 
 def judge(result: dict) -> tuple[str, str]:
@@ -187,22 +395,27 @@ def judge(result: dict) -> tuple[str, str]:
     case, job = result["case"], result["job"]
     slow = [s.get("rank") for s in job.get("slow_ranks") or ()]
     spikes = [s.get("step") for s in job.get("spikes") or ()]
-    slowdowns = [s.get("step") for s in job.get("slowdowns") or ()]
+    slowdowns = [(s.get("step"), s.get("ranks")) for s in job.get("slowdowns") or ()]
     waited = [s.get("rank") for s in job.get("waited_for") or ()]
-    said = f"slow {slow or '-'}, spikes {spikes or '-'}, slowdowns {slowdowns or '-'}, waited for {waited or '-'}"
+    period = job.get("spike_period")
+    told = f"every {period['every']}: {period['steps']}" if period else "-"
+    said = (
+        f"slow {slow or '-'}, spikes {spikes or '-'}, slowdowns (step, ranks) {slowdowns or '-'}, "
+        f"waited for {waited or '-'}, period {told}"
+    )
     if not job:
         return "ERROR", "; ".join(result["problems"])[:200]
     if "expect" not in case:
-        return ("FALSE" if slow or spikes or waited else "ok"), said
-    kind, value = case["expect"]
+        return ("FALSE" if any(false_findings(result).values()) else "ok"), said
+    kind, value, *rank = case["expect"]
     if kind == "slow_rank":
         hit = slow[:1] == [value]
     elif kind == "waited_for":
         hit = waited == [value]
     elif kind == "spike":
         hit = value in spikes
-    else:
-        hit = any(abs(step - value) <= 2 for step in slowdowns)
+    else:  # a slowdown near its step; of one rank, of that rank alone
+        hit = any(abs(step - value) <= SLOWDOWN_WITHIN and (not rank or ranks == rank) for step, ranks in slowdowns)
     return ("found" if hit else "MISSED"), said
 
 
@@ -210,35 +423,67 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a small subset: " + ", ".join(QUICK))
     parser.add_argument("--only", default="", help="comma-separated run names")
-    parser.add_argument("--json", help="write every run's verdict to this file")
+    parser.add_argument("--group", default="", help="comma-separated groups: " + ", ".join(GROUPS))
+    parser.add_argument("--list", action="store_true", help="print the runs chosen, with their groups, and stop")
+    parser.add_argument(
+        "--hogs",
+        type=int,
+        default=HOGS,
+        help=f"busy processes beside a run marked hog (more where ranks + them < {LOAD})",
+    )
+    parser.add_argument("--json", help="write every run's verdict to this file (after each run)")
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the busy process beside a run is ended
-    cases = healthy_cases() + fault_cases() + one_step_cases()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the busy processes beside a run are ended
+    cases = all_cases()
+    names = {case["name"] for case in cases}
     chosen = set(QUICK) if args.quick else {name for name in args.only.split(",") if name}
+    wanted = {group for group in args.group.split(",") if group}
+    unknown = sorted((chosen - names) | (wanted - set(GROUPS)))
+    if unknown:
+        parser.error(f"no run or group named {', '.join(unknown)} (--list prints the runs, --help the groups)")
     if chosen:
         cases = [case for case in cases if case["name"] in chosen]
+    if wanted:
+        cases = [case for case in cases if groups(case) & wanted]
+    if args.list:
+        for case in cases:
+            print(f"{case['name']:36} {' '.join(sorted(groups(case)))}")
+        print(f"{sum('expect' not in c for c in cases)} healthy, {sum('expect' in c for c in cases)} faults")
+        return
     results = []
     with tempfile.TemporaryDirectory(prefix="npuprof-findings-") as scratch:
         for case in cases:
-            result = run_case(case, scratch)
+            result = run_case(case, scratch, args.hogs)
             result["verdict"], result["said"] = judge(result)
             results.append(result)
-            print(f"{case['name']:32} {result['verdict']:7} {result['s']:5.1f} s  {result['said']}", flush=True)
-    healthy = [r for r in results if "expect" not in r["case"]]
-    faults = [r for r in results if "expect" in r["case"]]
-    false_slow = sum(1 for r in healthy if r["job"].get("slow_ranks"))
-    false_spikes = sum(1 for r in healthy if r["job"].get("spikes"))
-    false_waits = sum(1 for r in healthy if r["job"].get("waited_for"))
-    slowdowns = sum(1 for r in healthy if r["job"].get("slowdowns"))  # main's slowdowns.py, counted apart
+            print(
+                f"{case['name']:36} {result['verdict']:7} {result['s']:5.1f} s  load {result['load']:4.1f} "
+                f"({result['load_1m']:4.1f})  "
+                f"{result['said']}",
+                flush=True,
+            )
+            if args.json:
+                with open(args.json, "w", encoding="utf-8") as handle:
+                    keys = ("case", "job", "verdict", "said", "s", "load", "load_1m")
+                    json.dump([{k: r[k] for k in keys} for r in results], handle, indent=1)
+    summarize(results)
+
+
+def summarize(results: list[dict]) -> None:
+    """The two rates, each against its goal, and the machine's load over the runs."""
+    healthy = [r for r in results if "expect" not in r["case"] and r["verdict"] != "ERROR"]
+    faults = [r for r in results if "expect" in r["case"] and r["verdict"] != "ERROR"]
     errors = sum(1 for r in results if r["verdict"] == "ERROR")
-    found = sum(1 for r in faults if r["verdict"] == "found")
     if healthy:
+        kinds = [false_findings(r) for r in healthy]
+        counts = ", ".join(f"{sum(bool(k[kind]) for k in kinds)} {kind}" for kind in kinds[0])
+        false = sum(1 for r in healthy if r["verdict"] == "FALSE")
         print(
-            f"false findings: {false_slow} slow-rank, {false_spikes} spike and {false_waits} waited-for findings in "
-            f"{len(healthy)} healthy runs ({slowdowns} with a slowdown)  "
-            f"[goal 0: {'met' if not false_slow + false_spikes + false_waits else 'MISSED'}]"
+            f"false findings: {false} of {len(healthy)} healthy runs named something ({counts})  "
+            f"[goal 0: {'met' if not false else 'MISSED'}]"
         )
     if faults:
+        found = sum(1 for r in faults if r["verdict"] == "found")
         rate = found / len(faults)
         print(
             f"detection: {found} of {len(faults)} injected faults found with the right rank or step ({rate:.0%})  "
@@ -246,9 +491,12 @@ def main() -> None:
         )
     if errors:
         print(f"{errors} runs gave no verdict (see ERROR above)")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump([{k: r[k] for k in ("case", "job", "verdict", "said", "s")} for r in results], handle, indent=1)
+    hogged = sorted(r["load"] for r in results if r["case"]["hog"])
+    if hogged:
+        print(
+            f"load beside the busy processes (1-minute, at each run's end): {hogged[0]:.1f} to {hogged[-1]:.1f}, "
+            f"median {hogged[len(hogged) // 2]:.1f}"
+        )
 
 
 if __name__ == "__main__":
