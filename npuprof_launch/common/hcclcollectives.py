@@ -16,6 +16,11 @@ text export, ``prof_view/prof_db_parse/_trace_step_time_db_parser.py`` and
   there, its duration stands for it (the last to arrive has the shortest), and its step is the one
   whose span holds its start.
 
+An op starts when the rank's stream gets to it: one queued behind the ops before it is read as
+reached when they began (_reached), as a call is on CPU (tracecollectives.py); a DDP step's later
+buckets are queued so on every rank while the transfers run, and a rank late at the step shows in
+the run of them, not in its last op's own wait.
+
 The text export is read where both are. None where the session holds neither (a one-process job,
 Level_none, a parse that did not run): the report then judges as it can without them.
 """
@@ -28,6 +33,7 @@ import sqlite3
 
 from npuprof_launch.common import deliverables
 
+Found = list[tuple[str, str, int, float, float]]
 COMMUNICATION = "communication.json"
 TIME_INFO = "Communication Time Info"
 COLLECTIVE = "collective"
@@ -35,25 +41,48 @@ STEP_PREFIX = "step"
 #: An op of the db export that starts this long before its step's span still belongs to it (the
 #: step boundary is the host's, the op's start the device's).
 DB_SLACK_NS = 0
+#: An op that starts this soon (s) after the ops before it on the rank's stream were done was queued
+#: behind them: the rank had reached it already (the stand-in's ops, 4-rank DDP: queued ones started
+#: at most 0.07 ms after, ones the rank reached later 0.37 ms after at least; a device stream's next
+#: task follows within microseconds).
+QUEUED_S = 0.0001
 
 
-def of_session(path: str, most: int = 512) -> list[tuple[str, str, int, float, float]] | None:
-    """The session's collective operations, the first ``most`` of each step alike; None where it
-    holds no communication data."""
+def of_session(path: str, most: int = 512) -> Found | None:
+    """The session's collective operations, the first ``most`` of each step alike, each as reached
+    (_reached); None where it holds no communication data."""
     output = os.path.join(path, deliverables.ASCEND_OUTPUT)
     found = _text(os.path.join(output, COMMUNICATION))
     if found is None:
         found = _db(output)
     if found is None:
         return None
-    by_step: dict[int, list] = {}
-    for item in sorted(found, key=lambda item: (item[2], item[4])):
+    by_step: dict[int, Found] = {}
+    for item in _reached(found):
         by_step.setdefault(item[2], []).append(item)
     kept = max(1, most // max(1, len(by_step)))
     return [item for step in sorted(by_step) for item in by_step[step][:kept]]
 
 
-def _text(path: str) -> list[tuple[str, str, int, float, float]] | None:
+def _reached(found: list[tuple[str, str, int, float, float, float]]) -> Found:
+    """Each op as the judge takes a collective, from when this rank reached it: an HCCL op starts
+    when the rank's stream gets to it, and one queued behind the ops before it (started within
+    QUEUED_S of their end, or while they ran) was reached when the first of them was; its wait
+    runs from there. A step's DDP buckets offered while the others' transfers still run are queued
+    on every rank, so their own waits are alike: a rank late at the step's first bucket waits less
+    in the whole run, not in its last op alone (which the judge reads). Runs end at a step's end.
+    In the order of each step's ops, by their own start."""
+    reached = []
+    runs: dict[tuple[str, int], tuple[float, float]] = {}  # (group, step) -> its run's start and end
+    for key, group, step, wait, start, end in sorted(found, key=lambda item: (item[2], item[4])):
+        run = runs.get((group, step))
+        run = (start, end) if run is None or start > run[1] + QUEUED_S else (run[0], max(run[1], end))
+        runs[group, step] = run
+        reached.append((key, group, step, wait + (start - run[0]), run[0]))
+    return reached
+
+
+def _text(path: str) -> list[tuple[str, str, int, float, float, float]] | None:
     try:
         with open(path) as handle:
             data = json.load(handle)
@@ -74,16 +103,18 @@ def _text(path: str) -> list[tuple[str, str, int, float, float]] | None:
             if not isinstance(info, dict) or "@" not in key:
                 continue
             group = key.rsplit("@", 1)[1]
-            wait_ms = info.get("Wait Time(ms)", info.get("Elapse Time(ms)"))
-            start_us = info.get("Start Timestamp(us)", 0.0)
+            elapse_ms = info.get("Elapse Time(ms)")
+            wait_ms = info.get("Wait Time(ms)", elapse_ms)
             try:
-                found.append((key, group, step, float(wait_ms or 0.0) / 1e3, float(start_us or 0.0) / 1e6))
+                start = float(info.get("Start Timestamp(us)") or 0.0) / 1e6
+                end = start + float(elapse_ms or wait_ms or 0.0) / 1e3
+                found.append((key, group, step, float(wait_ms or 0.0) / 1e3, start, end))
             except (TypeError, ValueError):
                 continue
     return found
 
 
-def _db(output: str) -> list[tuple[str, str, int, float, float]] | None:
+def _db(output: str) -> list[tuple[str, str, int, float, float, float]] | None:
     try:
         names = [n for n in os.listdir(output) if n.startswith(deliverables.DB_PREFIX) and n.endswith(".db")]
     except OSError:
@@ -110,7 +141,7 @@ def _db(output: str) -> list[tuple[str, str, int, float, float]] | None:
                 continue
             group_name = str(strings.get(group, group))
             key = f"{strings.get(op, op)}@{group_name}"
-            found.append((key, group_name, int(step), (end - start) / 1e9, start / 1e9))
+            found.append((key, group_name, int(step), (end - start) / 1e9, start / 1e9, end / 1e9))
         return found
     return None
 

@@ -7,6 +7,8 @@ import json
 import os
 import sqlite3
 
+import pytest
+
 from npuprof_launch.common import deliverables, hcclcollectives
 
 HEADER = "Device_id,Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free\n"
@@ -30,6 +32,42 @@ def test_communication_json_gives_each_op_its_wait_step_and_group(tmp_path):
     assert hcclcollectives.of_session(path) == [
         ("hcom_allReduce__87_1_1@g0", "g0", 4, 0.0025, 1.0),
         ("hcom_allReduce__87_2_1@g0", "g0", 5, 0.0025, 1.0),
+    ]
+
+
+def test_an_op_queued_behind_the_ones_before_it_on_the_stream_waits_from_when_they_began(tmp_path):
+    """A step's ops run one after another on the rank's stream: one that starts as the one before it
+    ends was reached when that one was, so its wait runs from there; one that starts later is where
+    the rank reached it (text export: Wait Time; db export: the op's duration)."""
+
+    def op(start_ms: float, elapse_ms: float, wait_ms: float) -> dict:
+        times = {"Start Timestamp(us)": start_ms * 1e3, "Elapse Time(ms)": elapse_ms, "Wait Time(ms)": wait_ms}
+        return {"Communication Time Info": times}
+
+    text = session(tmp_path, "t_ascend_pt")
+    ops = {"a@g": op(1000, 10, 9), "b@g": op(1010, 5, 4), "c@g": op(1020, 2, 1)}
+    with open(os.path.join(text, deliverables.ASCEND_OUTPUT, "communication.json"), "w") as handle:
+        json.dump({"step4": {"collective": ops, "p2p": {}}}, handle)
+    assert hcclcollectives.of_session(text) == [
+        ("a@g", "g", 4, 0.009, 1.0),
+        ("b@g", "g", 4, pytest.approx(0.014), 1.0),  # queued behind a: 10 ms there, 4 its own
+        ("c@g", "g", 4, 0.001, 1.02),  # 5 ms after b ended: reached then
+    ]
+    db = session(tmp_path, "d_ascend_pt")
+    with sqlite3.connect(os.path.join(db, deliverables.ASCEND_OUTPUT, "ascend_pytorch_profiler_0.db")) as connection:
+        connection.execute("CREATE TABLE STRING_IDS (id INTEGER, value TEXT)")
+        connection.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "a"), (2, "b"), (3, "c"), (9, "g")])
+        connection.execute("CREATE TABLE STEP_TIME (id INTEGER, startNs INTEGER, endNs INTEGER)")
+        connection.execute("INSERT INTO STEP_TIME VALUES (4, 900000000, 1100000000)")
+        connection.execute("CREATE TABLE COMMUNICATION_OP (opName, groupName, startNs, endNs)")
+        spans = [(1, 1000, 1010), (2, 1010, 1015), (3, 1020, 1022)]  # ms, as in the text export
+        connection.executemany(
+            "INSERT INTO COMMUNICATION_OP VALUES (?, 9, ?, ?)", [(n, a * 10**6, b * 10**6) for n, a, b in spans]
+        )
+    assert hcclcollectives.of_session(db) == [
+        ("a@g", "g", 4, 0.01, 1.0),
+        ("b@g", "g", 4, pytest.approx(0.015), 1.0),
+        ("c@g", "g", 4, pytest.approx(0.002), 1.02),
     ]
 
 
