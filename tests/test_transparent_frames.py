@@ -1,10 +1,14 @@
-"""No frame of the tool's in what the job sees of torch's callables it counts: a traceback from
+"""No frame of the tool's in what the job sees of the callables it counts: a traceback from
 inside ``Optimizer.load_state_dict`` reads as it does bare (the load is noted by torch's own load
 hook, registered as torch sets each optimizer up), and the loaded state's step count still
-numbers the resumed steps."""
+numbers the resumed steps; a declared step function and a GradScaler's step (torch's, and a job's
+own subclass) are counted inside their own code (inplace.py), so that a warning they raise to
+their caller, a traceback through them and the stack they print read as bare, and a warning
+shown once per location is shown once (the tool's windows no longer reset the warnings' marks)."""
 
 from __future__ import annotations
 
+import pytest
 from compare import profiled_against_bare, without_launcher_lines
 from jobs import script
 from outputs import status_records
@@ -21,3 +25,21 @@ def test_a_traceback_from_load_state_dict_is_the_bare_one_and_the_resume_is_numb
     assert "in load_state_dict" in runs.bare.stderr and "npuprof_launch" not in runs.profiled.stderr
     (record,) = status_records(out)
     assert (record["step_offset"], record["numbered_by"]) == (5, "optimizer_state")
+
+
+@pytest.mark.parametrize("clock", [[], ["--target", "__main__:train_step"]], ids=["scaler_steps", "target"])
+def test_counted_calls_warn_fail_and_look_at_their_stack_as_bare(tmp_path, clock):
+    out = str(tmp_path / "out")
+    runs = profiled_against_bare(
+        [script("counted_frames.py")],
+        [*clock, "--skip-first", "1", "--active", "1"],
+        out=out,
+        compare=("stdout", ("stderr", without_launcher_lines)),
+    )
+    seen = runs.bare.stdout + runs.bare.stderr
+    assert seen.count("warning at") == 2 and "step 3 fails" in seen and "in step" in runs.bare.stderr, seen
+    assert "npuprof_launch" not in runs.profiled.stdout + runs.profiled.stderr
+    (record,) = status_records(out)
+    # six calls of each: train_step's, and the scaler steps' (five of the job's scaler, one of
+    # torch's that raised); each counts, a failed one too
+    assert (record["steps"], record["clock"]) == (6, "target __main__:train_step" if clock else "optimizer.step")

@@ -18,6 +18,7 @@ import types
 from typing import TYPE_CHECKING
 
 from npuprof_launch.common import numbering, outcomes
+from npuprof_launch.inprocess.inplace import tracing
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -63,6 +64,9 @@ class CallClock:
         self._depth = 0
         #: The open timeline label of the step in flight (None when it is not recorded).
         self._label = None
+        #: Counted in place (``begin_call``/``end_call``): for each call in flight on the owner
+        #: thread, whether it went to ``enter`` (so that its end goes to ``exit``).
+        self._entered: list[bool] = []
 
     def call(self, wrapped: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
         """The wrapper declared.py puts around the function: the call itself goes untouched."""
@@ -75,6 +79,31 @@ class CallClock:
             return wrapped(*args, **kwargs)
         finally:
             self.exit()
+
+    def begin_call(self) -> None:
+        """The first line of the function's own code, where declared.py could put it (inplace.py):
+        ``call``'s work before the call, for a function counted without a wrapper around it."""
+        try:
+            if tracing():
+                return
+            if self.passive or self._busy or not self.claims_this_thread():
+                if threading.current_thread() is self._owner:
+                    self._entered.append(False)
+                return
+            self._entered.append(True)
+            self.enter()
+        except Exception as exc:  # noqa: BLE001 - it runs in the job's function: never raise there
+            self._break(exc)
+
+    def end_call(self) -> None:
+        """The ``finally`` of the function's own code: ``call``'s work after the call."""
+        try:
+            if tracing() or threading.current_thread() is not self._owner:
+                return
+            if self._entered and self._entered.pop():
+                self.exit()
+        except Exception as exc:  # noqa: BLE001
+            self._break(exc)
 
     def _awaited(self, coroutine: types.CoroutineType[Any, Any, Any]) -> Coroutine[Any, Any, Any]:
         """An ``async def``'s call returns a coroutine at once and its work runs when that is awaited
@@ -184,4 +213,5 @@ class CallClock:
         self._busy = False
         self._depth = 0
         self._label = None
+        self._entered = []
         self.session = None

@@ -1,12 +1,14 @@
 """Declared step functions: ``--target MOD:QUALNAME`` and the stages of ``--scenario rl``, found.
 
-This module finds the function and puts a transparent wrapper around it; counting its calls is
+This module finds the function and makes its calls counted; counting them is
 callclock.CallClock's job. Finding costs nothing until the function's module is imported: from
-process start the hook watches the module name with the standard-library finder (importwatch);
-only once the module has executed is wrapt imported (~80 ms, so never in processes that do not
-import the module) to replace the function with a FunctionWrapper, which keeps its name,
-qualname, signature, docstring and kind (classmethod, staticmethod). A module imported before
-the hook is wrapped at once.
+process start the hook watches the module name with the standard-library finder (importwatch).
+Once the module has executed, a plain function whose source is the code that runs is counted
+inside its own code (inplace.py: the same function object, and no frame of ours in a warning,
+a traceback or a stack the job sees); any other (an ``async def``, a generator, a callable with
+no source) is replaced with wrapt's FunctionWrapper (wrapt is imported then, ~80 ms), which
+keeps its name, qualname, signature, docstring and kind (classmethod, staticmethod). A module
+imported before the hook is handled at once. "Wrapped" below means either.
 
 ``__main__`` is never imported through a finder: the script runs as it is read. For
 ``__main__:QUALNAME`` the hook waits until torch is imported (at the top of a script, before it
@@ -178,6 +180,8 @@ class Declared:
         self.clock: DeclaredClock | None = None
         self.make_clock: Callable[[Declared], DeclaredClock] | None = None
         self.wrapped = False
+        #: Counted inside its own code (inplace.py), not through a wrapper around it.
+        self.in_place = False
         #: How a call gives its work back (``kind_of``), known once the function is found.
         self.kind: str | None = None
         self._hunting = False
@@ -222,26 +226,44 @@ class Declared:
         except LookupError as exc:
             self._not_found(str(exc))
             return None
-        try:
-            import wrapt
+        code = getattr(function, "__code__", None)  # the code a call in flight runs (the first-call watcher's)
+        self.kind = kind_of(function)
+        from npuprof_launch.inprocess import inplace
 
-            wrapt.wrap_function_wrapper(module, self.qualname, self._call)
-        except Exception as exc:  # noqa: BLE001 - the module must import as if we were not here
-            self._not_found(f"could not wrap it ({type(exc).__name__}: {exc})")
-            names.say(f"{self.describe()}: {self.reason}; the job goes on unprofiled")
-            return None
+        if self.kind is None and inplace.count_in_place(function, self._begin, self._end):
+            self.in_place = True
+        else:
+            try:
+                import wrapt
+
+                wrapt.wrap_function_wrapper(module, self.qualname, self._call)
+            except Exception as exc:  # noqa: BLE001 - the module must import as if we were not here
+                self._not_found(f"could not wrap it ({type(exc).__name__}: {exc})")
+                names.say(f"{self.describe()}: {self.reason}; the job goes on unprofiled")
+                return None
         self.reason = self.why = NEVER_CALLED
         self.wrapped = True
-        self.kind = kind_of(function)
         if self.clock is None and self.make_clock is not None:
             self.clock = self.make_clock(self)
-        return getattr(function, "__code__", None)
+        return code
 
     def _call(self, wrapped, instance, args, kwargs):
         clock = self.clock
         if clock is None:
             return wrapped(*args, **kwargs)
         return clock.call(wrapped, args, kwargs)
+
+    def _begin(self) -> None:
+        """The first line of the function's own code, counted in place (inplace.py)."""
+        clock = self.clock
+        if clock is not None:
+            clock.begin_call()
+
+    def _end(self) -> None:
+        """The ``finally`` of the function's own code, counted in place."""
+        clock = self.clock
+        if clock is not None:
+            clock.end_call()
 
     def find_in_main(self, torch_module: object = None, code=None) -> None:
         """torch was imported (or runpy runs a script as ``__main__``): find the function in the

@@ -308,7 +308,7 @@ class OptimizerClock:
                 if klass not in self._wrapped_classes:
                     self._wrapped_classes.add(klass)
                     # mypy sees a bare type; this class has a step (vars(klass) above)
-                    klass.step = _counting(self, function, lambda args: args[0])  # type: ignore[attr-defined]
+                    _count_steps(self, klass, function, 0)
                 self._exact_only = True  # the step running now counts as the wrapper's, here
                 return True
         return False
@@ -409,6 +409,40 @@ def _holds(owner, held: list) -> bool:
     return False
 
 
+def _count_steps(clock: OptimizerClock, klass: type, step, key: int) -> None:
+    """Count each outermost call of ``klass.step`` as a step of its argument number ``key``
+    (``self`` for a wrapper's step, the optimizer for a scaler's): inside the function's own code
+    where it can be (inplace.py: no frame of ours in a warning or a traceback through it), else
+    with a wrapper around it."""
+    from npuprof_launch.inprocess import inplace
+
+    code = getattr(step, "__code__", None)
+    name = code.co_varnames[key] if code is not None and key < code.co_argcount else None
+    begin, end = _counted_in_place(clock)
+    if name is not None and inplace.count_in_place(step, begin, end, (name,)):
+        step._npuprof_counted = True
+        return
+    # mypy sees a bare type; the class has a step (the callers read it from vars(klass))
+    klass.step = _counting(clock, step, lambda args: args[key] if len(args) > key else args[0])  # type: ignore[attr-defined]
+
+
+def _counted_in_place(clock: OptimizerClock):
+    """What a step counted in place calls first and last: ``_counting``'s lines around the call.
+    While dynamo traces the step into a graph they do nothing (``inplace.tracing``), as
+    ``_counting`` did nothing there: the optimizer's own step inside counts through its wrapper."""
+    from npuprof_launch.inprocess.inplace import tracing
+
+    def begin(obj) -> None:
+        if not tracing():
+            clock._enter_now()
+
+    def end(obj) -> None:
+        if not tracing() and clock._leave_now() == 0:
+            clock._outer_now(obj, inside_range=False)
+
+    return begin, end
+
+
 def _counting(clock: OptimizerClock, step, key_of):
     """``step`` wrapped so that each outermost call counts one step of ``key_of(args)``, even one
     that never reaches an optimizer (a skipped step); nested steps inside it are not counted.
@@ -457,8 +491,7 @@ def _watch_grad_scalers(clock: OptimizerClock) -> None:
         try:
             step = vars(klass).get("step")
             if step is not None and not getattr(step, "_npuprof_counted", False):
-                # mypy sees a bare type; this class has a step (vars(klass) above)
-                klass.step = _counting(clock, step, lambda args: args[1] if len(args) > 1 else args[0])  # type: ignore[attr-defined]
+                _count_steps(clock, klass, step, 1)  # GradScaler.step(self, optimizer, ...): the optimizer's step
         except Exception as exc:  # noqa: BLE001 - a scaler must work whatever happens to us
             clock._say(f"GradScaler steps are not counted: {exc!r}")
 

@@ -261,13 +261,12 @@ def _compile_for_torchscript(torch_module) -> None:
     if _compiled:
         return
     _compiled = True
-    import warnings
+    from npuprof_launch.inprocess import unwarned
 
     globals()["torch"] = torch_module  # what the scripted function below names
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch 2.13 deprecates torch.jit.script: not the job's warning
+        with unwarned.ignoring():  # torch 2.13 deprecates torch.jit.script: not the job's warning
             torch_module.jit.script(_uses_record_function)
     except Exception:  # noqa: BLE001 - a torch without TorchScript has nothing to compile
         pass

@@ -116,6 +116,12 @@ class DeclaredClock(StepClock, Protocol):
     def call(self, wrapped: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
         """The wrapper's: the call itself, counted as a step where it is one."""
 
+    def begin_call(self) -> None:
+        """The first line of the function's own code (counted in place, inplace.py): ``call``'s work before it."""
+
+    def end_call(self) -> None:
+        """The ``finally`` of the function's own code: ``call``'s work after it."""
+
     def claims_this_thread(self) -> bool:
         """Whether this thread's calls are the steps (those of the first thread to call the function)."""
 

@@ -18,16 +18,16 @@ import re
 import sys
 import tempfile
 import time
-import warnings
 
 from npuprof_launch.common import files, names, options, outcomes
-from npuprof_launch.inprocess import coexist
+from npuprof_launch.inprocess import coexist, unwarned
 from npuprof_launch.inprocess.backends import Declined
 
 #: torch.profiler's warning when a schedule starts its second cycle, and on torch <= 2.11 (seen on
 #: 2.11, fixed upstream in pytorch#180387) even on the first: the job would read about a profiler
 #: it never started, while each of our windows is exported on its own, so nothing is lost.
 CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
+WARMUP_WARNING = "Profiler won't be using warmup"
 
 
 #: Kineto's lines, by what they are: its chatter, its warnings, its errors.
@@ -106,8 +106,7 @@ def quiet_profile_class(profiler_module, note):
             note(kind, line)
 
         def prepare_trace(self) -> None:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=CYCLE_WARNING, category=UserWarning)
+            with unwarned.ignoring(CYCLE_WARNING, UserWarning):
                 super().prepare_trace()
 
         def start(self) -> None:
@@ -246,9 +245,8 @@ class TorchBackend:
         for option in options.OPTIONS:
             if option.group == "npu" and config.get(option.name) != options.default_for(option.name, config.scenario):
                 self.note_warning(f"{option.flag} applies to the npu backend only; the torch backend ignores it")
-        with warnings.catch_warnings():
-            # torch warns on every schedule without warmup; warmup 0 is our documented default.
-            warnings.filterwarnings("ignore", message=".*warmup.*")
+        # torch warns on every schedule without warmup; warmup 0 is our documented default.
+        with unwarned.ignoring(WARMUP_WARNING, UserWarning):
             schedule = profiler_module.schedule(
                 wait=0, warmup=window.warmup, active=window.active, repeat=1, skip_first=0
             )

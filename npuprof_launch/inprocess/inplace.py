@@ -1,0 +1,207 @@
+"""Counting a function's calls inside its own frame: no frame of ours in what the job sees.
+
+A wrapper around a function is a frame between the caller and the function. A warning the
+function raises with ``stacklevel=2`` then names the wrapper's file and line instead of the
+caller's (Python's once-per-location rule and the job's warning filters see the tool), and every
+traceback through the function holds a line of ours. So where it can, the tool counts a call from
+inside the function's own code: ``count_in_place`` compiles the function's source again, its body
+inside ``try``/``finally`` with one call of ours before the ``try`` and one in the ``finally``,
+and gives the function that code (``function.__code__``: the function object, and every name
+bound to it, stay the job's). Every line, column and name of the body is the original's, so a
+warning, a traceback or a stack the job inspects reads as it does bare.
+
+It is done only where the result is known to be the same code: the source is compiled once
+unchanged, in the same nesting (the enclosing functions and classes its ``__qualname__`` names,
+for its closure, ``super()`` and name mangling) with the same ``__future__`` flags, and must give
+exactly the function's code, byte for byte, constants, names, line and exception tables. Anything
+else (no source, the file changed on disk, a decorator that rewrote the code, a generator or
+coroutine, a lambda, a body that rebinds an argument we read) returns False, and the caller wraps
+the function as before.
+
+The two calls are constants of the new code (placeholders swapped for our callables after
+compiling), so the job's globals and the function's closure are untouched. Under ``torch.compile``
+dynamo traces the function's code, ours included: the callers' callables do nothing while it
+traces (``tracing``), as a wrapper that dynamo skipped did nothing in a graph.
+
+Standard library only (ast and inspect, imported at the first use), as the hook's path requires.
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: typing.TYPE_CHECKING without importing typing (hook.py says why); mypy takes it as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: The placeholders compiled in, then swapped for the callables (each used once per code object).
+_BEGIN = "npuprof: begin of a counted call"
+_END = "npuprof: end of a counted call"
+#: Code flags of functions whose call returns before the body runs (generators, coroutines).
+_DEFERRED = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
+_is_compiling: list = [None]
+
+
+def count_in_place(
+    function: object, begin: Callable[..., None], end: Callable[..., None], args: tuple[str, ...] = ()
+) -> bool:
+    """Give ``function`` code that calls ``begin(*args)`` before its body and ``end(*args)`` after
+    it (on return and on exception), ``args`` being names of its parameters. Returns whether it
+    did; False leaves the function as it was. Raises nothing."""
+    try:
+        code = _counted_code(function, begin, end, args)
+    except Exception:  # noqa: BLE001 - any surprise: the caller wraps instead
+        return False
+    if code is None:
+        return False
+    try:
+        function.__code__ = code  # type: ignore[attr-defined]  # a plain function (checked in _counted_code)
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return True
+
+
+def tracing() -> bool:
+    """Whether dynamo is tracing this call into a graph (torch.compiler.is_compiling): the counted
+    calls' callables do nothing then, for a compiled region to hold what it holds bare."""
+    check = _is_compiling[0]
+    if check is None:
+        compiler = getattr(sys.modules.get("torch"), "compiler", None)
+        check = getattr(compiler, "is_compiling", None)
+        if check is None:
+            return False
+        _is_compiling[0] = check
+    return bool(check())
+
+
+def _counted_code(function, begin, end, args: tuple[str, ...]):
+    import inspect
+    import linecache
+    import types
+
+    if not isinstance(function, types.FunctionType):
+        return None
+    original = function.__code__
+    if original.co_flags & _DEFERRED or function.__name__ == "<lambda>":
+        return None
+    params = original.co_varnames[: original.co_argcount + original.co_kwonlyargcount]
+    if any(name not in params for name in args):
+        return None
+    filename = inspect.getsourcefile(function)
+    if not filename or filename != original.co_filename:
+        return None
+    source = "".join(linecache.getlines(filename, function.__globals__))
+    same = _module_code(source, filename, original, None)
+    if same is None or not _same_code(same, original):
+        return None  # the source on disk is not what runs
+    counted = _module_code(source, filename, original, args)
+    if counted is None or counted.co_freevars != original.co_freevars:
+        return None
+    marks = (_BEGIN, _END)
+    if sum(1 for c in counted.co_consts if c in marks) != 2 or any(c in marks for c in original.co_consts):
+        return None
+    consts = tuple(begin if c == _BEGIN else end if c == _END else c for c in counted.co_consts)
+    return counted.replace(co_consts=consts)
+
+
+def _module_code(source: str, filename: str, original, args: tuple[str, ...] | None):
+    """The code of ``original``'s function as its whole module compiles (the module's own
+    ``__future__`` imports, the names it imports, the function's nesting, closure and name
+    mangling all as when Python compiled it), counted when ``args`` is not None; nothing runs."""
+    import ast
+
+    tree = ast.parse(source, filename)
+    nodes = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and node.name == original.co_name
+        and original.co_firstlineno in (node.lineno, *(d.lineno for d in node.decorator_list[:1]))
+    ]
+    if len(nodes) != 1:
+        return None
+    if args is not None:
+        (node,) = nodes
+        if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in args for n in ast.walk(node)):
+            return None  # ``end`` reads an argument the body rebinds
+        _count_body(node, args)
+        ast.fix_missing_locations(tree)
+    return _find(compile(tree, filename, "exec", dont_inherit=True), original)
+
+
+def _find(code, original):
+    """The one code object nested anywhere in ``code`` that is ``original``'s function, by name,
+    first line (and qualified name where the code has one)."""
+    found, pending = [], [code]
+    qualname = getattr(original, "co_qualname", None)
+    while pending:
+        for const in pending.pop().co_consts:
+            if hasattr(const, "co_code"):
+                pending.append(const)
+                if (
+                    const.co_name == original.co_name
+                    and const.co_firstlineno == original.co_firstlineno
+                    and getattr(const, "co_qualname", None) == qualname
+                ):
+                    found.append(const)
+    return found[0] if len(found) == 1 else None
+
+
+def _count_body(node, args: tuple[str, ...]) -> None:
+    """``node``'s body as ``begin(*args); try: BODY finally: end(*args)``, at the body's first
+    line (a docstring stays first: it is the code's first constant)."""
+    import ast
+
+    body = list(node.body)
+    doc = body[:1] if _is_docstring(body[0]) else []
+    rest = body[len(doc) :] or [ast.copy_location(ast.Pass(), body[-1])]
+    at = rest[0]
+
+    def call(mark: str):
+        marked = ast.Attribute(value=ast.Constant(value=mark), attr="__call__", ctx=ast.Load())
+        made = ast.Expr(value=ast.Call(func=marked, args=[ast.Name(id=a, ctx=ast.Load()) for a in args], keywords=[]))
+        for each in ast.walk(made):
+            ast.copy_location(each, at)
+        return made
+
+    guarded = ast.copy_location(ast.Try(body=rest, handlers=[], orelse=[], finalbody=[call(_END)]), at)
+    node.body = [*doc, call(_BEGIN), guarded]
+
+
+def _is_docstring(statement) -> bool:
+    import ast
+
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
+_COMPARED = (
+    "co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_flags", "co_argcount",
+    "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals", "co_name", "co_qualname", "co_firstlineno",
+    "co_filename", "co_exceptiontable",
+)  # fmt: skip
+
+
+def _same_code(one, other) -> bool:
+    """Whether two code objects are the same code: every field above, and their constants (nested
+    code compared the same way)."""
+    if any(getattr(one, field, None) != getattr(other, field, None) for field in _COMPARED):
+        return False
+    # The line table: co_linetable from 3.10; 3.9 has only co_lnotab (deprecated from 3.12, read
+    # where there is no other: a warnings.catch_warnings here would reset the job's once-only warnings).
+    table = "co_linetable" if hasattr(one, "co_linetable") else "co_lnotab"
+    if getattr(one, table) != getattr(other, table):
+        return False
+    if len(one.co_consts) != len(other.co_consts):
+        return False
+    for a, b in zip(one.co_consts, other.co_consts):
+        if hasattr(a, "co_code") or hasattr(b, "co_code"):
+            if not (hasattr(a, "co_code") and hasattr(b, "co_code") and _same_code(a, b)):
+                return False
+        elif type(a) is not type(b) or a != b:
+            return False
+    return True
