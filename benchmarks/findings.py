@@ -166,13 +166,13 @@ def new_shape_cases() -> list[dict]:
         mode = _mode(ranks, ddp)
         for shape, job in shapes.items():
             add(f"healthy-{mode}{shape}", ranks, ddp, 30, 20.0 if shape != "-accum4" else 5.0, job)
-        add(f"healthy-{mode}-eval10", ranks, ddp, 45, 20.0, EVAL, periodic=True)
-        add(f"healthy-{mode}-ckpt10", ranks, ddp, 45, 20.0, CHECKPOINT, periodic=True)
+        add(f"healthy-{mode}-eval10", ranks, ddp, 45, 20.0, EVAL, period=10)
+        add(f"healthy-{mode}-ckpt10", ranks, ddp, 45, 20.0, CHECKPOINT, period=10)
     add("healthy-1r-50ms", 1, False, 20, 50.0, [])
-    add("healthy-8r-ddp-eval10", 8, True, 45, 20.0, EVAL, periodic=True)
+    add("healthy-8r-ddp-eval10", 8, True, 45, 20.0, EVAL, period=10)
     for ranks, ddp in ((2, False), (4, True)):
         everything = [*LOADER, "--accumulate", "2", *EVAL, *CHECKPOINT]
-        add(f"healthy-{_mode(ranks, ddp)}-everything", ranks, ddp, 45, 10.0, everything, periodic=True)
+        add(f"healthy-{_mode(ranks, ddp)}-everything", ranks, ddp, 45, 10.0, everything, period=10)
     for ranks, ddp in ((1, False), (2, False), (2, True), (4, True)):
         add(f"healthy-{_mode(ranks, ddp)}-compute", ranks, ddp, 30, 0.0, COMPUTE)
     add("healthy-4r-ddp-compute-w13", 4, True, 30, 0.0, COMPUTE, schedule=late(13, 15))
@@ -229,11 +229,11 @@ def new_shape_cases() -> list[dict]:
 
     # A rank sleeping a whole step more, in the shapes of real jobs.
     slow = ["--slow-rank", "1", "--slow-frac", "1"]
-    for ranks, ddp, shape, job, periodic in (
-        (4, True, "-loader", LOADER, False),
-        (4, True, "-accum4", ["--accumulate", "4"], False),
-        (2, False, "-eval10", EVAL, True),
-        (2, False, "-ckpt10", CHECKPOINT, True),
+    for ranks, ddp, shape, job, period in (
+        (4, True, "-loader", LOADER, None),
+        (4, True, "-accum4", ["--accumulate", "4"], None),
+        (2, False, "-eval10", EVAL, 10),
+        (2, False, "-ckpt10", CHECKPOINT, 10),
     ):
         add(
             f"slow-{_mode(ranks, ddp)}{shape}-1",
@@ -243,7 +243,7 @@ def new_shape_cases() -> list[dict]:
             20.0,
             [*job, *slow],
             expect=("slow_rank", 1),
-            periodic=periodic,
+            period=period,
         )
     for case in cases:
         case["group"] = "new"
@@ -377,16 +377,20 @@ def fault_schedule(steps: int) -> list[str]:
 
 
 def false_findings(result: dict) -> dict[str, list]:
-    """A healthy run's findings, by kind: slow ranks, waited-for ranks, slowdowns and spikes; in a
-    job with periodic work (an evaluation, a checkpoint) the spikes on the period the answer told
-    (``job.spike_period``) are explained, the others not."""
-    job = result["job"]
-    period = set((job.get("spike_period") or {}).get("steps") or ()) if result["case"].get("periodic") else set()
+    """A healthy run's findings, by kind: slow ranks, waited-for ranks, slowdowns, spikes and a
+    period (``job.spike_period``: "what the job does every N steps is where to look"). In a job
+    with work every ``case["period"]`` steps (an evaluation, a checkpoint) a period of that many
+    steps is right, and the spikes on it are explained; elsewhere a period is a false finding too."""
+    job, every = result["job"], result["case"].get("period")
+    period = job.get("spike_period") or {}
+    right = bool(period) and period.get("every") == every
+    explained = set(period.get("steps") or ()) if right else set()
     return {
         "slow rank": [s.get("rank") for s in job.get("slow_ranks") or ()],
         "waited-for": [s.get("rank") for s in job.get("waited_for") or ()],
         "slowdown": [s.get("step") for s in job.get("slowdowns") or ()],
-        "spike": [s.get("step") for s in job.get("spikes") or () if s.get("step") not in period],
+        "spike": [s.get("step") for s in job.get("spikes") or () if s.get("step") not in explained],
+        "period": [] if right or not period else [period.get("every")],
     }
 
 
@@ -404,7 +408,7 @@ def judge(result: dict) -> tuple[str, str]:
         f"waited for {waited or '-'}, period {told}"
     )
     if not job:
-        return "ERROR", "; ".join(result["problems"])[:200]
+        return "ERROR", "; ".join(result.get("problems") or ())[:200]
     if "expect" not in case:
         return ("FALSE" if any(false_findings(result).values()) else "ok"), said
     kind, value, *rank = case["expect"]
@@ -432,7 +436,18 @@ def main() -> None:
         help=f"busy processes beside a run marked hog (more where ranks + them < {LOAD})",
     )
     parser.add_argument("--json", help="write every run's verdict to this file (after each run)")
+    parser.add_argument("--verdicts", help="judge the runs stored by --json in this file again, and run nothing")
     args = parser.parse_args()
+    if args.verdicts:
+        with open(args.verdicts, encoding="utf-8") as handle:
+            results = json.load(handle)
+        defined = {case["name"]: case for case in all_cases()}
+        for result in results:  # a run is judged by its case as defined now, found by its name
+            result["case"] = defined.get(result["case"]["name"], result["case"])
+            result["verdict"], result["said"] = judge(result)
+            say(result)
+        summarize(results)
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the busy processes beside a run are ended
     cases = all_cases()
     names = {case["name"] for case in cases}
@@ -456,17 +471,21 @@ def main() -> None:
             result = run_case(case, scratch, args.hogs)
             result["verdict"], result["said"] = judge(result)
             results.append(result)
-            print(
-                f"{case['name']:36} {result['verdict']:7} {result['s']:5.1f} s  load {result['load']:4.1f} "
-                f"({result['load_1m']:4.1f})  "
-                f"{result['said']}",
-                flush=True,
-            )
+            say(result)
             if args.json:
                 with open(args.json, "w", encoding="utf-8") as handle:
-                    keys = ("case", "job", "verdict", "said", "s", "load", "load_1m")
+                    keys = ("case", "job", "problems", "verdict", "said", "s", "load", "load_1m")
                     json.dump([{k: r[k] for k in keys} for r in results], handle, indent=1)
     summarize(results)
+
+
+def say(result: dict) -> None:
+    """A run's line: its name, verdict, time, load (mean, and the one-minute average) and answer."""
+    print(
+        f"{result['case']['name']:36} {result['verdict']:7} {result['s']:5.1f} s  load {result['load']:4.1f} "
+        f"({result['load_1m']:4.1f})  {result['said']}",
+        flush=True,
+    )
 
 
 def summarize(results: list[dict]) -> None:
@@ -493,9 +512,11 @@ def summarize(results: list[dict]) -> None:
         print(f"{errors} runs gave no verdict (see ERROR above)")
     hogged = sorted(r["load"] for r in results if r["case"]["hog"])
     if hogged:
+        minute = sorted(r["load_1m"] for r in results if r["case"]["hog"])
         print(
-            f"load beside the busy processes (1-minute, at each run's end): {hogged[0]:.1f} to {hogged[-1]:.1f}, "
-            f"median {hogged[len(hogged) // 2]:.1f}"
+            f"load beside the busy processes: {hogged[0]:.1f} to {hogged[-1]:.1f} tasks running or ready, "
+            f"median {hogged[len(hogged) // 2]:.1f} (a run's mean); the one-minute average at a run's end "
+            f"{minute[0]:.1f} to {minute[-1]:.1f}"
         )
 
 
