@@ -28,6 +28,9 @@ def test_rpc_agents_under_mp_spawn_are_counted_apart(tmp_path):
     code, report = check_json(out)
     assert code == 0 and report["idle_processes"] == 1 and report["idle_workers"] == {"multiprocessing": 2}
     assert "1 other process imported torch but never stepped (besides 2 multiprocessing workers" in result.stderr
+    # torch's own line about RPC under a profiler, told in the answer (rank 0's window began at step 3)
+    (rpc,) = [note for note in report["notes"] if note["kind"] == "rpc_caller_only"]
+    assert rpc["steps"] == [3] and "caller's side only" in rpc["text"]
 
 
 def test_a_spawned_data_loader_s_workers_are_no_news_in_a_healthy_answer(tmp_path):
@@ -36,4 +39,5 @@ def test_a_spawned_data_loader_s_workers_are_no_news_in_a_healthy_answer(tmp_pat
     result = profiled_against_bare([script("spawn_loader.py")], options).profiled
     code, report = check_json(out)
     assert code == 0 and report["idle_processes"] == 0 and report["idle_workers"] == {"data_loader": 2}
+    assert all(note["kind"] != "rpc_caller_only" for note in report["notes"])  # no RPC agent, no word of it
     assert "never stepped" not in result.stderr and "worker" not in result.stderr

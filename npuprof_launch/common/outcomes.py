@@ -55,6 +55,9 @@ NUMBERING_UNKNOWN = "numbering_unknown"
 #: began (``first``, ``last``: its steps; ``reason``: the slowdown it was asked for, if any): what
 #: happened, not a failure of the tool's (``step``: the job's last step).
 NOT_REACHED = "not_reached"
+#: A window recorded while the process ran an RPC agent (torch.distributed.rpc): torch profiles
+#: the caller's side of each RPC call only (``step``: the window's first step).
+RPC_AGENT = "rpc_agent"
 #: A sentence without a kind of its own (a profiler's log line, an option the backend ignores):
 #: told as it is, decided on by nobody (``text``).
 NOTE = "note"
@@ -84,6 +87,12 @@ JOB_PROFILER_SENTENCE = (
     "crash it: drop one of the two"
 )
 
+RPC_SENTENCE = (
+    "a window recorded while this process ran an RPC agent (torch.distributed.rpc): torch profiles RPC calls on the "
+    "caller's side only, and its line \"Profiling a distributed call with the Kineto profiler will profile the "
+    'caller, but not the worker" says so (docs/scenarios.md)'
+)
+
 #: Every kind and the fields it carries beside ``kind`` and ``step``: the table's closed set.
 KINDS = {
     CUT_SHORT: ("by", "kept", "limit_mb", "grown_mb", "limit_s", "idle_s"),
@@ -98,6 +107,7 @@ KINDS = {
     FROM_STEP_PASSED: ("first", "last", "began", "source"),
     NUMBERING_UNKNOWN: ("from_step", "source"),
     NOT_REACHED: ("first", "last", "reason"),
+    RPC_AGENT: (),
     NOTE: ("text",),
 }
 #: The kinds that say a window was stopped or never run because of a thread.
@@ -197,6 +207,8 @@ def sentence(outcome: dict) -> str:
             f"the window on steps {outcome['first']}-{outcome['last']} that {asked} was not reached: "
             f"the job ended at step {step}"
         )
+    if kind == RPC_AGENT:
+        return RPC_SENTENCE
     if kind == UNCAUGHT:
         message = outcome.get("message")
         return (

@@ -18,7 +18,6 @@ import types
 from typing import TYPE_CHECKING
 
 from npuprof_launch.common import numbering, outcomes
-from npuprof_launch.inprocess.inplace import tracing
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -84,8 +83,6 @@ class CallClock:
         """The first line of the function's own code, where declared.py could put it (inplace.py):
         ``call``'s work before the call, for a function counted without a wrapper around it."""
         try:
-            if tracing():
-                return
             if self.passive or self._busy or not self.claims_this_thread():
                 if threading.current_thread() is self._owner:
                     self._entered.append(False)
@@ -98,7 +95,7 @@ class CallClock:
     def end_call(self) -> None:
         """The ``finally`` of the function's own code: ``call``'s work after the call."""
         try:
-            if tracing() or threading.current_thread() is not self._owner:
+            if threading.current_thread() is not self._owner:
                 return
             if self._entered and self._entered.pop():
                 self.exit()

@@ -60,6 +60,20 @@ def job_profiler_active() -> bool:
         return False
 
 
+def rpc_agent_running() -> bool:
+    """Whether this process runs an RPC agent of torch.distributed.rpc: while it does, torch
+    profiles each RPC call on the caller's side only, and its own line says so to the job's stderr
+    ("Profiling a distributed call with the Kineto profiler will profile the caller, but not the
+    worker") at the first call a window covers. Read at a window's end, from modules already
+    imported (never an import of ours)."""
+    api = sys.modules.get("torch.distributed.rpc.api")
+    running = getattr(api, "_is_current_rpc_agent_set", None)
+    try:
+        return bool(running()) if running is not None else False
+    except Exception:  # noqa: BLE001 - a torch without this query: nothing to tell
+        return False
+
+
 def claim(profiler, on_job_profiler) -> None:
     """``profiler`` is npuprof's; call ``on_job_profiler()`` (once) if the job starts one while it exists."""
     global _ours, _on_job_profiler

@@ -19,9 +19,11 @@ coroutine, a lambda, a body that rebinds an argument we read) returns False, and
 the function as before.
 
 The two calls are constants of the new code (placeholders swapped for our callables after
-compiling), so the job's globals and the function's closure are untouched. Under ``torch.compile``
-dynamo traces the function's code, ours included: the callers' callables do nothing while it
-traces (``tracing``), as a wrapper that dynamo skipped did nothing in a graph.
+compiling), so the job's globals and the function's closure are untouched. Each is kept out of
+dynamo's reach (``_Outside``): once torch._dynamo is imported it runs through
+``torch.compiler.disable``, so that a compiled region never compiles our code (traced, the clock's
+calls would be compiled away, and the count with them): where dynamo traces the function into a
+graph it breaks the graph at our call and runs it eagerly, as it did at the wrapper's.
 
 Standard library only (ast and inspect, imported at the first use), as the hook's path requires.
 """
@@ -40,7 +42,6 @@ _BEGIN = "npuprof: begin of a counted call"
 _END = "npuprof: end of a counted call"
 #: Code flags of functions whose call returns before the body runs (generators, coroutines).
 _DEFERRED = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
-_is_compiling: list = [None]
 
 
 def count_in_place(
@@ -62,17 +63,50 @@ def count_in_place(
     return True
 
 
-def tracing() -> bool:
-    """Whether dynamo is tracing this call into a graph (torch.compiler.is_compiling): the counted
-    calls' callables do nothing then, for a compiled region to hold what it holds bare."""
-    check = _is_compiling[0]
-    if check is None:
-        compiler = getattr(sys.modules.get("torch"), "compiler", None)
-        check = getattr(compiler, "is_compiling", None)
-        if check is None:
-            return False
-        _is_compiling[0] = check
-    return bool(check())
+class _Outside:
+    """A counted call's begin or end, run outside dynamo: through ``torch.compiler.disable``, and
+    this class's own frame skipped by dynamo (``skip_code``), from the moment torch._dynamo is
+    imported (``_keep_out``; never imported by us: until the job imports it, no region is
+    compiled, and the plain call is all there is). Both are made then, outside any compiled
+    region: made at a first call from inside one, their own frames were compiled."""
+
+    __slots__ = ("call", "run")
+
+    def __init__(self, call: Callable[..., None]) -> None:
+        self.call = call
+        self.run = call
+
+    def __call__(self, *args) -> None:
+        self.run(*args)
+
+
+#: Every begin and end made, for ``_keep_out`` once torch._dynamo is imported.
+_made: list[_Outside] = []
+
+
+def _outside(call: Callable[..., None]) -> _Outside:
+    made = _Outside(call)
+    _made.append(made)
+    if len(_made) == 1:
+        from npuprof_launch.inprocess import importwatch
+
+        importwatch.finder().watch("torch._dynamo", _keep_out)  # at once where it is imported already
+    elif "torch._dynamo" in sys.modules:
+        _keep_out()
+    return made
+
+
+def _keep_out(_module: object = None) -> None:
+    compiler = getattr(sys.modules.get("torch"), "compiler", None)
+    disable = getattr(compiler, "disable", None)
+    if disable is None:
+        return
+    skip_code = getattr(sys.modules.get("torch._dynamo.eval_frame"), "skip_code", None)
+    if skip_code is not None:
+        skip_code(_Outside.__call__.__code__)
+    for made in _made:
+        if made.run is made.call:
+            made.run = disable(made.call)
 
 
 def _counted_code(function, begin, end, args: tuple[str, ...]):
@@ -101,7 +135,8 @@ def _counted_code(function, begin, end, args: tuple[str, ...]):
     marks = (_BEGIN, _END)
     if sum(1 for c in counted.co_consts if c in marks) != 2 or any(c in marks for c in original.co_consts):
         return None
-    consts = tuple(begin if c == _BEGIN else end if c == _END else c for c in counted.co_consts)
+    first, last = _outside(begin), _outside(end)
+    consts = tuple(first if c == _BEGIN else last if c == _END else c for c in counted.co_consts)
     return counted.replace(co_consts=consts)
 
 

@@ -427,17 +427,14 @@ def _count_steps(clock: OptimizerClock, klass: type, step, key: int) -> None:
 
 
 def _counted_in_place(clock: OptimizerClock):
-    """What a step counted in place calls first and last: ``_counting``'s lines around the call.
-    While dynamo traces the step into a graph they do nothing (``inplace.tracing``), as
-    ``_counting`` did nothing there: the optimizer's own step inside counts through its wrapper."""
-    from npuprof_launch.inprocess.inplace import tracing
+    """What a step counted in place calls first and last: ``_counting``'s lines around the call
+    (inplace.py runs them outside dynamo's reach, as the wrapper was)."""
 
     def begin(obj) -> None:
-        if not tracing():
-            clock._enter_now()
+        clock._enter_now()
 
     def end(obj) -> None:
-        if not tracing() and clock._leave_now() == 0:
+        if clock._leave_now() == 0:
             clock._outer_now(obj, inside_range=False)
 
     return begin, end

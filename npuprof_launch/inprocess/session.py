@@ -463,6 +463,8 @@ class Session:
         profiler, self.window = self.profiler, None
         self.idle.stop()
         self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
+        if coexist.rpc_agent_running():
+            self.note_outcome(outcomes.RPC_AGENT, result["first_step"])
         self._label = held
         self._close_label()  # after the stop: a profiler that no longer runs records no range
         self.profiler = None

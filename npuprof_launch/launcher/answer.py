@@ -82,6 +82,11 @@ KINDS: dict[str, Kind] = {
         Kind("window_not_reached", NOTE, "a window asked for that the job ended before: not a failure"),
         Kind("windows_differ", NOTE, "the ranks' windows cover different steps"),
         Kind("window_moved_on", NOTE, "a window cut by os.exec before any step, recorded by the new image"),
+        Kind(
+            "rpc_caller_only",
+            NOTE,
+            "a window recorded while the process ran an RPC agent: torch profiles RPC calls on the caller's side only",
+        ),
         Kind("ended_without_handlers", NOTE, "a process ended without its exit handlers; its counts are its last"),
         Kind("traces_summarized", NOTE, "the traces were too large to read again: their summaries were used"),
         Kind(

@@ -101,6 +101,7 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
             processes.append(_process(record, output_dir, run, problems, findings, deep))
     reading.set(len(records))
     reading.finish()
+    findings.extend(_rpc_agents(records))
     processes.sort(key=_order)
     for text in _excluded_problems(excluded, processes):
         problems.append((None, answer.item("ranks_matched_nothing", text)))
@@ -199,6 +200,21 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
         "output_dir": output_dir,
         "raw_kept": windowfiles.raw_kept(processes, output_dir),
     }
+
+
+def _rpc_agents(records: list[ReadRecord]) -> list[dict]:
+    """One note for the ranks whose windows recorded beside an RPC agent (outcomes.RPC_AGENT): torch's
+    own line about it reaches the job's stderr only under the tool, so the answer says what it means."""
+    found = [
+        (record.get("rank"), outcome["step"])
+        for record in records
+        if "unreadable" not in record
+        for outcome in outcomes.of_kind(outcomes.of_record(record), outcomes.RPC_AGENT)
+    ]
+    if not found:
+        return []
+    ranks, steps = zip(*found)
+    return [answer.item("rpc_caller_only", outcomes.RPC_SENTENCE, ranks, [s for s in steps if s is not None])]
 
 
 def _moved_on(record: ReadRecord, records: list[ReadRecord], notes: list[dict]) -> ReadRecord:

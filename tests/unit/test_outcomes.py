@@ -26,6 +26,7 @@ EXAMPLES = [
     outcomes.make(outcomes.CUT_SHORT, 2, by="window_timeout", kept=[1, 2], limit_s=2.0, idle_s=2.1),
     outcomes.make(outcomes.STEPPED_AFTER_TIMEOUT, 3, closed_at=2),
     outcomes.make(outcomes.NOT_REACHED, 80, first=81, last=88, reason="a slowdown from step 40"),
+    outcomes.make(outcomes.RPC_AGENT, 3),
 ]
 
 
