@@ -435,6 +435,7 @@ def main() -> None:
         default=HOGS,
         help=f"busy processes beside a run marked hog (more where ranks + them < {LOAD})",
     )
+    parser.add_argument("--repeat", type=int, default=1, help="run the runs chosen this many times, round by round")
     parser.add_argument("--json", help="write every run's verdict to this file (after each run)")
     parser.add_argument("--verdicts", help="judge the runs stored by --json in this file again, and run nothing")
     args = parser.parse_args()
@@ -467,14 +468,16 @@ def main() -> None:
         return
     results = []
     with tempfile.TemporaryDirectory(prefix="npuprof-findings-") as scratch:
-        for case in cases:
-            result = run_case(case, scratch, args.hogs)
+        for round_, case in ((round_, case) for round_ in range(1, args.repeat + 1) for case in cases):
+            os.makedirs(os.path.join(scratch, str(round_)), exist_ok=True)
+            result = run_case(case, os.path.join(scratch, str(round_)), args.hogs)
+            result["round"] = round_
             result["verdict"], result["said"] = judge(result)
             results.append(result)
             say(result)
             if args.json:
                 with open(args.json, "w", encoding="utf-8") as handle:
-                    keys = ("case", "job", "problems", "verdict", "said", "s", "load", "load_1m")
+                    keys = ("case", "round", "job", "problems", "verdict", "said", "s", "load", "load_1m")
                     json.dump([{k: r[k] for k in keys} for r in results], handle, indent=1)
     summarize(results)
 
