@@ -465,7 +465,8 @@ def npu_log_errors(path: str, limit: int = 20) -> list[str]:
 def npu_operator_totals(path: str) -> dict[str, float]:
     """Total device time (us) per operator type: from a session's op_statistic.csv (Level1 and
     Level2), else summed from its kernel_details.csv (Level0, torch_npu's default, writes no
-    op_statistic.csv); empty when neither is there (db export, the CPU alone, Level_none)."""
+    op_statistic.csv), else from its db export's compute tasks (``_db_operator_totals``); empty
+    when none is there (the CPU alone, Level_none)."""
     for name, type_column, us_column in (
         (OP_STATISTIC, OP_TYPE_COLUMN, OP_TOTAL_COLUMN),
         (KERNEL_DETAILS, KERNEL_TYPE_COLUMN, KERNEL_DURATION_COLUMN),
@@ -483,4 +484,36 @@ def npu_operator_totals(path: str) -> dict[str, float]:
             kind = row.get(type_column) or "?"
             totals[kind] = totals.get(kind, 0.0) + us
         return totals
-    return {}
+    return _db_operator_totals(os.path.join(path, ASCEND_OUTPUT))
+
+
+#: A kernel's device time by operator type in a db export: msprof's COMPUTE_TASK_INFO (its name and
+#: type as STRING_IDS ids) joined to TASK (start and end, ns) on globalTaskId, as msprof-analyze's
+#: own reader joins them (compare_tools' npu_profiling_db_parser.py, _query_compute_op_data).
+DB_OPERATOR_TOTALS = (
+    "SELECT OPTYPE_IDS.value, SUM(TASK.endNs - TASK.startNs) FROM COMPUTE_TASK_INFO "
+    "INNER JOIN TASK ON TASK.globalTaskId == COMPUTE_TASK_INFO.globalTaskId "
+    "LEFT JOIN STRING_IDS AS OPTYPE_IDS ON OPTYPE_IDS.id == COMPUTE_TASK_INFO.opType "
+    "GROUP BY OPTYPE_IDS.value"
+)
+
+
+def _db_operator_totals(output: str) -> dict[str, float]:
+    try:
+        found = sorted(name for name in os.listdir(output) if name.startswith(DB_PREFIX) and name.endswith(".db"))
+    except OSError:
+        return {}
+    totals: dict[str, float] = {}
+    for name in found:
+        try:
+            connection = sqlite3.connect(f"file:{os.path.join(output, name)}?mode=ro", uri=True)
+        except sqlite3.Error:
+            continue
+        try:
+            for kind, ns in connection.execute(DB_OPERATOR_TOTALS):
+                totals[kind or "?"] = totals.get(kind or "?", 0.0) + (ns or 0) / 1e3
+        except sqlite3.Error:  # no COMPUTE_TASK_INFO (Level_none, the CPU alone): nothing to total
+            pass
+        finally:
+            connection.close()
+    return totals

@@ -48,20 +48,30 @@ DB_SLACK_NS = 0
 QUEUED_S = 0.0001
 
 
-def of_session(path: str, most: int = 512) -> Found | None:
+class Read(list):
+    """The operations ``of_session`` read, and where from (``source``: ``communication.json``, or
+    ``COMMUNICATION_OP`` with the db's name), for the answer to say which files it read."""
+
+    source = ""
+
+
+def of_session(path: str, most: int = 512) -> Read | None:
     """The session's collective operations, the first ``most`` of each step alike, each as reached
     (_reached); None where it holds no communication data."""
     output = os.path.join(path, deliverables.ASCEND_OUTPUT)
     found = _text(os.path.join(output, COMMUNICATION))
+    source = COMMUNICATION
     if found is None:
-        found = _db(output)
+        found, source = _db(output), "COMMUNICATION_OP (db export)"
     if found is None:
         return None
     by_step: dict[int, Found] = {}
     for item in _reached(found):
         by_step.setdefault(item[2], []).append(item)
     kept = max(1, most // max(1, len(by_step)))
-    return [item for step in sorted(by_step) for item in by_step[step][:kept]]
+    read = Read(item for step in sorted(by_step) for item in by_step[step][:kept])
+    read.source = source
+    return read
 
 
 def _reached(found: list[tuple[str, str, int, float, float, float]]) -> Found:

@@ -55,6 +55,11 @@ NOISE_S = 0.001
 #: Why a rank the binomial test picks is not named (``why_not``).
 SLIGHT = "slight"
 ONE_STEP = "one_step"
+#: The rounds waited for it more often than chance in one half of the window's steps only: a rank
+#: the machine held back for a stretch (a busy core, seen on a loaded 2-core machine for 14 steps
+#: running of 30), not one whose work is slower. The binomial test takes rounds as independent; a
+#: stretch is one cause, so a straggler must be waited for more often than chance in both halves.
+ONE_STRETCH = "one_stretch"
 
 
 class Collective(NamedTuple):
@@ -104,8 +109,9 @@ def judge(
     tested over every group; then the next most often waited for, and so on (the ranks of a slow
     host are each waited for more often than chance). One that passes is named when the rounds
     waited for it more often than chance in more than STEPS_SHARE of its steps, and the others
-    waited NOISE_S a step longer for it at least (_effects); else its ``why_not`` says which
-    (ONE_STEP, SLIGHT).
+    waited NOISE_S a step longer for it at least (_effects), and the rounds waited for it more often
+    than chance in each half of the steps (``halves_last_in``); else its ``why_not`` says which
+    (ONE_STEP, ONE_STRETCH, SLIGHT).
 
     Returns ``named`` (each with its counts, p-value, effect and steps), ``passed`` (every rank that
     passed the test, named or not), ``top`` (the most often waited for, and its test), ``decided`` (a
@@ -151,9 +157,12 @@ def judge(
                 if group.last_in_step.get((found["rank"], step), 0) * len(group.members) > held
             )
             found["steps_last_often"] = often
+            found["halves_last_in"] = halves = _halves(group, found["rank"])
             found["why_not"] = (
                 ONE_STEP
                 if often <= STEPS_SHARE * len(group.per_step)
+                else ONE_STRETCH
+                if any(last * len(group.members) <= held for last, held in halves)
                 else SLIGHT
                 if found["wait_per_step_s"] < NOISE_S
                 else None
@@ -167,6 +176,16 @@ def judge(
         verdict.update(needed=needed, window_steps=math.ceil(needed / per_step))
     verdict["host"] = _host(verdict["named"], hosts, list(waits))
     return verdict
+
+
+def _halves(group: _Group, rank: int) -> list[tuple[int, int]]:
+    """(rounds that waited for ``rank``, rounds) in the first and the second half of the group's steps."""
+    steps = sorted(group.per_step)
+    middle = len(steps) // 2
+    return [
+        (sum(group.last_in_step.get((rank, step), 0) for step in half), sum(group.per_step[step] for step in half))
+        for half in (steps[:middle], steps[middle:])
+    ]
 
 
 def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:

@@ -219,7 +219,8 @@ def _table(rows: list[str], tall: bool = False) -> str:
         f'<div class="tablewrap{" tall" if tall else ""}"><table class="grid procs"><thead><tr>'
         '<th>rank</th><th>host</th><th class="num">pid</th><th>backend</th><th class="num">steps</th><th>windows</th>'
         '<th class="num">median step (ms)</th>'
-        f"<th>top operators (self time in the windows)</th><th>traces</th></tr></thead><tbody>{''.join(rows)}"
+        f"<th>top operators (self time in the windows; an NPU row's: device time)</th><th>traces</th></tr></thead>"
+        f"<tbody>{''.join(rows)}"
         "</tbody></table></div>"
     )
 
@@ -232,6 +233,8 @@ def _process_row(process: dict, out: str) -> str:
         f'<li><span class="op">{esc(op.get("name"))}</span> {ms_text((op.get("self_us") or 0) / 1e6)} ms</li>'
         for op in (process.get("top_operators") or [])[:TABLE_OPERATORS]
     )
+    if operators and process.get("top_operators_time") == "device":
+        operators = f"<li>{wording.OPERATOR_TIME['device']}:</li>{operators}"
     notes = [f'<span class="err">{esc(error)}</span>' for error in process.get("errors") or ()]
     if process.get("ended_note"):
         notes.append(esc(process["ended_note"]))

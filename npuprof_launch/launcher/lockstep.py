@@ -118,11 +118,20 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
         if named["why_not"] == collectives.ONE_STEP:
             refused.append(f"{head} more often than chance in {named['steps_last_often']} of its steps only")
             continue
+        if named["why_not"] == collectives.ONE_STRETCH:
+            (first, of_first), (second, of_second) = named["halves_last_in"]
+            refused.append(
+                f"{head} in one stretch of it only ({first} of {of_first} rounds in its first half, {second} of "
+                f"{of_second} in its second): a rank held back for a while, not one whose work is slower"
+            )
+            continue
         if named["why_not"] == collectives.SLIGHT:
             refused.append(f"{head} the others waited {wait_s * 1e3:.2f} ms a step longer, under 1 ms")
             continue
         cpu_s = _cpu_excess(process, [p for p in measured if p is not process]) / len(named["steps"])
         host = f"; so are most ranks of its host, {each['host']}" if each.get("host") else ""
+        read = sorted({source for p in measured for source in p.get("collectives_read") or ()})  # NPU data
+        source = f" (HCCL's operations, from {', '.join(read)})" if read else ""
         finding = {
             "rank": named["rank"],
             "method": "collectives",
@@ -132,6 +141,7 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
             "collectives": named["collectives"],
             "ranks_compared": named["ranks_compared"],
             "steps_last_often": named["steps_last_often"],
+            "halves_last_in": named["halves_last_in"],
             "group": named["group"],
             "p_value": named["p_value"],
             "level": each["level"],
@@ -140,8 +150,9 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
             "cpu_wait_per_step_s": cpu_s,
             "steps": len(named["steps"]),
             "host": each.get("host"),
+            "read_from": read or None,
             "evidence": f"in {window} it was the last in {_counts(named, each)}: the others waited "
-            f"{wait_s * 1e3:.1f} ms a step longer{host}",
+            f"{wait_s * 1e3:.1f} ms a step longer{host}{source}",
         }
         found.append((process, finding))
     if found:

@@ -237,7 +237,7 @@ def _row(process: dict) -> list[str]:
         f"{windows:>7} {_ms(step_s):>8}  {traces}{flags}"
     ]
     if process.get("top_operators"):
-        lines.append(_top_line(process["top_operators"][:3]))
+        lines.append(_top_line(process["top_operators"][:3], process.get("top_operators_time") or "self"))
     return lines
 
 
@@ -245,11 +245,12 @@ def _row(process: dict) -> list[str]:
 OPERATOR_SHOWN = 40
 
 
-def _top_line(operators: list[dict]) -> str:
-    """The row's top operators by self time, as many as fit in WIDTH (the first always), each name
-    cut to OPERATOR_SHOWN characters: ``autograd::engine::evaluate_function: torch::autograd::
+def _top_line(operators: list[dict], time: str = "self") -> str:
+    """The row's top operators by their time (``time``: a key of wording.OPERATOR_TIME, CPU self
+    time or NPU device time), as many as fit in WIDTH (the first always), each name cut to
+    OPERATOR_SHOWN characters: ``autograd::engine::evaluate_function: torch::autograd::
     AccumulateGrad`` alone is 68."""
-    line = "       top self time:"
+    line = f"       top {wording.OPERATOR_TIME.get(time, time)}:"
     for index, op in enumerate(operators):
         name = op["name"] if len(op["name"]) <= OPERATOR_SHOWN else op["name"][: OPERATOR_SHOWN - 1] + "…"
         part = f"{',' if index else ''} {name} {op['self_us'] / 1e3:.2f} ms"

@@ -62,6 +62,9 @@ def check(
                 each = hcclcollectives.of_session(path)  # HCCL's operations, as gloo's and NCCL's feed the judge
                 if each is not None:
                     process.setdefault(lockstep.COLLECTIVES, []).extend(each)
+                    read = process.setdefault("collectives_read", [])
+                    if each.source not in read:
+                        read.append(each.source)
                 continue
             summary = care.get("summary") if care and care.get("status") == "done" and not deep else None
             if summary is None:
@@ -82,9 +85,9 @@ def check(
             process["profiler_steps"] += summary.get("steps", 0)
             collective_us += summary.get("collective_us", 0.0)
             window_us += summary.get("window_us", 0.0)
-            each = tracecollectives.of(summary.get("collectives"))
-            if each is not None:
-                process.setdefault(lockstep.COLLECTIVES, []).extend(each)
+            collectives = tracecollectives.of(summary.get("collectives"))
+            if collectives is not None:
+                process.setdefault(lockstep.COLLECTIVES, []).extend(collectives)
             for name, us in (summary.get("self_time_us") or {}).items():
                 self_times[name] = self_times.get(name, 0.0) + us
         if window.get("traces"):

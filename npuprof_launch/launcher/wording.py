@@ -123,3 +123,8 @@ def attempts_text(processes: list[dict]) -> str:
     if len(attempts) < 2:
         return ""
     return f", {len(attempts)} attempts (torchelastic restarts; each shown apart, never compared)"
+
+
+#: What a row's top operators' times measure (``top_operators_time``): a torch trace's CPU self
+#: time per operator, or an NPU session's device time per operator type.
+OPERATOR_TIME = {"self": "self time", "device": "device time"}

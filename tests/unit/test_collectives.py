@@ -356,3 +356,19 @@ def test_rows_whose_traces_do_not_tell_the_collectives_are_judged_by_their_time_
     waits = waits_of(4, 3, 8, late={2: 0.03}, blocking=True)
     mixed = [lockstep_row(rank, waits[rank] if rank else None, 0.02 if rank == 2 else 0.12) for rank in range(4)]
     assert jobview.summarize(mixed)["slow_ranks"][0]["rule"] == lockstep.TOTAL_TIME, "one rank's trace lacks them"
+
+
+def test_a_rank_held_back_for_one_stretch_of_the_window_is_not_named():
+    """A healthy job on a busy machine: rank 1 held back for 14 steps running of 30 (a busy core)
+    is the last in more rounds than chance, but in one half of the window only: no straggler. The
+    same rank late in every step is named, with both halves' counts."""
+    stretch = waits_of(4, 30, 8)
+    held = waits_of(4, 30, 8, late={1: 0.03})
+    for rank in stretch:  # steps 4-17 from the held-back run, the rest healthy
+        stretch[rank] = [c for c in held[rank] if c.step < 18] + [c for c in stretch[rank] if c.step >= 18]
+    verdict = collectives.judge(stretch)
+    (passed,) = verdict["passed"]
+    assert passed["rank"] == 1 and passed["p_value"] < verdict["level"] and passed["why_not"] == "one_stretch"
+    assert verdict["named"] == [] and passed["halves_last_in"][0] == (14, 15), passed
+    (named,) = collectives.judge(held)["named"]
+    assert named["rank"] == 1 and named["halves_last_in"] == [(15, 15), (15, 15)]

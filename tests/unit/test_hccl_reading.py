@@ -85,3 +85,20 @@ def test_step_times_come_from_the_csv_or_from_analysis_db(tmp_path):
     assert hcclcollectives.step_times(db) == (1, 150.0, 40.0)
     assert hcclcollectives.step_times(session(tmp_path, "e_ascend_pt")) is None
     assert hcclcollectives.of_session(session(tmp_path, "f_ascend_pt")) is None
+
+
+def test_a_db_export_gives_the_device_time_of_each_operator_type(tmp_path):
+    """COMPUTE_TASK_INFO joined to TASK on globalTaskId, types from STRING_IDS, as msprof-analyze
+    joins them; a db without compute tasks (Level_none) gives nothing."""
+    path = session(tmp_path)
+    db = os.path.join(path, deliverables.ASCEND_OUTPUT, "ascend_pytorch_profiler_0.db")
+    with sqlite3.connect(db) as connection:
+        connection.execute("CREATE TABLE STRING_IDS (id INTEGER PRIMARY KEY, value TEXT)")
+        connection.execute("CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, globalTaskId INTEGER)")
+        assert deliverables.npu_operator_totals(path) == {}
+        connection.execute("CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, opType INTEGER)")
+        connection.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "MatMul"), (2, "Add")])
+        connection.executemany("INSERT INTO TASK VALUES (?, ?, 0, ?)", [(0, 1500, 7), (2000, 2500, 8), (3000, 3250, 9)])
+        connection.executemany("INSERT INTO COMPUTE_TASK_INFO VALUES (?, ?, ?)", [(1, 7, 1), (1, 8, 1), (2, 9, 2)])
+    connection.close()
+    assert deliverables.npu_operator_totals(path) == {"MatMul": 2.0, "Add": 0.25}

@@ -309,6 +309,8 @@ def _db(window: Window) -> None:
     path = os.path.join(window.output, files.db_name(window.rank_id))
     files.make_db(path, npu_info=bool(window.cann))
     files.add_db_tables(path, window.comms, window.steps)
+    if window.cann and window.level != Constant.LEVEL_NONE and window.kernels:
+        files.add_compute_tasks(path, window.kernels)
     if window.cann and window.level != Constant.LEVEL_NONE:
         columns = files.STEP_TRACE_TIME_COLUMNS_BY_RELEASE[__version__]
         files.write_analysis_db(

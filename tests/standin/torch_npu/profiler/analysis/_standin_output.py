@@ -725,6 +725,42 @@ def _create(connection, table: str, columns: list[tuple[str, str]]) -> None:
     connection.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {t}' for n, t in columns)})")
 
 
+#: COMPUTE_TASK_INFO's columns that msprof-analyze reads (compare_tools' npu_profiling_db_parser.py:
+#: name, opType, taskType, inputShapes as STRING_IDS ids; globalTaskId joins TASK), msprof's table.
+COMPUTE_TASK_INFO_COLUMNS = [
+    ("name", "INTEGER"),
+    ("globalTaskId", "INTEGER"),
+    ("taskType", "INTEGER"),
+    ("opType", "INTEGER"),
+    ("inputShapes", "INTEGER"),
+]
+
+
+def add_compute_tasks(path: str, found: list[Kernel]) -> None:
+    """The window's kernels as msprof's compute tasks: a TASK row each (its start and end) and a
+    COMPUTE_TASK_INFO row joined to it on globalTaskId, its name and type in STRING_IDS."""
+    connection = sqlite3.connect(path)
+    with connection:
+        _create(connection, "COMPUTE_TASK_INFO", COMPUTE_TASK_INFO_COLUMNS)
+        next_id = (connection.execute("SELECT MAX(id) FROM STRING_IDS").fetchone()[0] or 0) + 1
+        ids: dict = {}
+        for text in [*(k.name for k in found), "AI_CORE", ""]:
+            if text not in ids:
+                ids[text] = next_id
+                next_id += 1
+        connection.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(i, t) for t, i in ids.items()])
+        first = (connection.execute("SELECT MAX(globalTaskId) FROM TASK").fetchone()[0] or 0) + 1
+        connection.executemany(
+            "INSERT INTO TASK VALUES (?, ?, ?, ?)",
+            [(k.start_ns, k.start_ns + k.dur_ns, 0, first + i) for i, k in enumerate(found)],
+        )
+        connection.executemany(
+            "INSERT INTO COMPUTE_TASK_INFO VALUES (?, ?, ?, ?, ?)",
+            [(ids[k.name], first + i, ids["AI_CORE"], ids[k.name], ids[""]) for i, k in enumerate(found)],
+        )
+    connection.close()
+
+
 def add_db_tables(path: str, comms: list[Comm], steps: list[Step]) -> None:
     """STEP_TIME (StepInfoDbParser.save_step_time) and COMMUNICATION_OP (msprof's, its names in
     STRING_IDS) into an ascend_pytorch_profiler db."""
