@@ -206,7 +206,6 @@ def write_output(
             first_trace = path
         total += len(text)
         status = names.status_path(directory, worker, started)
-        steps = Schedule.of(config).length()
         windows = []
         if summaries:
             if summary is None:
@@ -238,44 +237,68 @@ def write_output(
                     "aftercare": os.path.relpath(result, directory),
                 }
             )
-        times_rel = stats = None
-        if pattern is not None:
-            shift = rank % len(pattern)
-            durations = pattern[shift:] + pattern[:shift]  # every rank a little different, built at C speed
-            times_path = names.step_times_path(status)
-            steptimes.append(times_path, durations)
-            times_rel = os.path.relpath(times_path, directory)
-            window = {"first_step": window_first, "last_step": window_last}
-            stats = stepstats.rank_stats(durations, stepstats.ToolSteps([window], len(durations) + 1, config.warmup))
-            steps = max(steps, len(durations) + 1)
-        fields = {
-            "host": names.host(),
-            "pid": pid,
-            "rank": rank,
-            "worker": worker,
-            "run_id": "synthetic",
-            "argv": ["train.py"],
-            "state": "done",
-            "clock": "optimizer.step",
-            "backend": "torch",
-            "options": config.as_dict(),
-            "steps": steps,
-            "mean_step_s": 0.1 if pattern is not None else 0.5,
-            "window_steps": [config.skip_first + 1, Schedule.of(config).length()],
-            "schedule_steps": Schedule.of(config).length(),
-            "windows_planned": config.repeat,
-            "windows_completed": config.repeat,
-            "partial_traces": 0,
-            "traces": [trace],
-            "warnings": [],
-            "errors": [],
-            "started_ns": started,
-            "updated_ns": started + 2,
-            "ended": record.ENDED_EXIT,
-        }
+        fields = process_fields(config, rank=rank, pid=pid, worker=worker, started=started, traces=[trace])
         if summaries:
             fields["windows"] = windows
         if pattern is not None:
-            fields.update(step_times=times_rel, step_stats=stats)
+            add_step_times(fields, directory, status, pattern, rank, config, (window_first, window_last))
         record.write(status, record.normalized(fields))
     return total
+
+
+def process_fields(
+    config: options.Config, *, rank: int, pid: int, worker: str, started: int, traces: list[str], backend: str = "torch"
+) -> dict:
+    """A finished process's status record, as the hook leaves it: one window of the default
+    schedule, complete."""
+    steps = Schedule.of(config).length()
+    return {
+        "host": names.host(),
+        "pid": pid,
+        "rank": rank,
+        "worker": worker,
+        "run_id": "synthetic",
+        "argv": ["train.py"],
+        "state": "done",
+        "clock": "optimizer.step",
+        "backend": backend,
+        "options": config.as_dict(),
+        "steps": steps,
+        "mean_step_s": 0.5,
+        "window_steps": [config.skip_first + 1, steps],
+        "schedule_steps": steps,
+        "windows_planned": config.repeat,
+        "windows_completed": config.repeat,
+        "partial_traces": 0,
+        "traces": traces,
+        "warnings": [],
+        "errors": [],
+        "started_ns": started,
+        "updated_ns": started + 2,
+        "ended": record.ENDED_EXIT,
+    }
+
+
+def add_step_times(
+    fields: dict,
+    directory: str,
+    status: str,
+    pattern: array.array,
+    rank: int,
+    config: options.Config,
+    window: tuple[int, int],
+) -> None:
+    """Write the rank's whole-run step times beside its record (``pattern`` rotated by the rank:
+    every rank a little different, built at C speed) and the statistics its session computes."""
+    shift = rank % len(pattern)
+    durations = pattern[shift:] + pattern[:shift]
+    times_path = names.step_times_path(status)
+    steptimes.append(times_path, durations)
+    first, last = window
+    ticks = stepstats.ToolSteps([{"first_step": first, "last_step": last}], len(durations) + 1, config.warmup)
+    fields.update(
+        step_times=os.path.relpath(times_path, directory),
+        step_stats=stepstats.rank_stats(durations, ticks),
+        steps=max(fields["steps"], len(durations) + 1),
+        mean_step_s=0.1,
+    )
