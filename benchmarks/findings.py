@@ -152,7 +152,7 @@ def one_step_cases() -> list[dict]:
 
 
 def new_shape_cases() -> list[dict]:
-    """The shapes of real jobs, beside the busy processes (issue 37): one rank; compute, not sleeps;
+    """The shapes of real jobs, beside the busy processes: one rank; compute, not sleeps;
     a DataLoader's workers; gradient accumulation; an evaluation and a checkpoint every 10 steps;
     stalls; a slowdown of one rank and of all."""
     cases = []
