@@ -23,7 +23,8 @@ Figures 6 to 9 measure what a window's end and the whole-run step times cost:
    window writing there;
 7. the bytes on disk per recorded step, plain and compressed (from the runs of 6);
 8. the per-step cost of ``--step-times`` against ``--no-step-times``, in one process like 2a;
-9. ``--check`` of synthetic outputs of 256 to 1024 ranks with step times and per-window summaries;
+9. ``--check`` of synthetic outputs of 256 to 1024 ranks with step times and per-window summaries
+   (9a, 9b), and of the same ranks' NPU sessions as torch_npu's parse leaves them (9c);
 10. the per-step cost of the hang watch (its re-arm of faulthandler's timer at each checkpoint),
     on against off, in one process like 8.
 
@@ -633,6 +634,54 @@ class Bench:
         for path, _ in dirs.values():
             shutil.rmtree(path, ignore_errors=True)
 
+    # -- 9c. --check of a thousand Ascend ranks -----------------------------------------------------
+
+    def npu_check_scaling(self) -> None:
+        """``npuprof-run --check`` of synthetic NPU outputs of 256, 512 and 1024 ranks, text and db
+        export, with step times as figure 9a's: every rank's HCCL operations (communication.json,
+        or the db's COMMUNICATION_OP) are read for the judge of which rank the others wait for, and
+        its steps (step_trace_time.csv, or analysis.db), where 9a reads the windows' summaries.
+
+        Each output is checked once with ``--json`` before it is timed, and refused unless it passed
+        with every rank's collectives read and the judge's per-collective rule run over them; that
+        first check also lays out the msprof-analyze hand-off (hard links), which the timed ones
+        find in place, as a second ``--check`` of a real run does.
+        """
+        import synthetic_npu_output
+
+        counts = (64, 128, 256) if self.quick else (256, 512, 1024)
+        steps = 500 if self.quick else 20000
+        exports = ("text", "db")
+        dirs = {}
+        for export in exports:
+            for ranks in counts:
+                path = self.scratch(f"npu_{export}_{ranks}")
+                size = synthetic_npu_output.write_output(path, ranks, export=(export,), step_times=steps)
+                _check_npu_output(path, ranks)
+                dirs[export, ranks] = (path, size)
+
+        def check(entry) -> Child:
+            child = run_child([PYTHON, "-m", "npuprof_launch", "--check", entry[0]], base_env())
+            if child.returncode != 0:
+                raise RuntimeError(f"--check did not pass on the synthetic NPU output:\n{child.stdout[-2000:]}")
+            return child
+
+        runs = rounds_of(dirs, 1 if self.quick else 3, check)
+        cpu = {key: median([c.cpu_s for c in children]) for key, children in runs.items()}
+        wall = {key: median([c.wall_s for c in children]) for key, children in runs.items()}
+        a, b, c = counts
+        for letter, export in zip("cd", exports):
+            t = {n: cpu[export, n] for n in counts}
+            self.say(
+                f"9{letter}. --check at {a}/{b}/{c} NPU ranks, {export} export, with step times: "
+                f"{'/'.join(f'{t[n]:.2f}' for n in counts)} s CPU; ratios {c}/{b} {t[c] / t[b]:.2f} and "
+                f"{b}/{a} {t[b] / t[a]:.2f} (linear: 2.00); {dirs[export, c][1] / c / 1e6:.2f} MB of "
+                f"parse output a rank; wall {'/'.join(f'{wall[export, n]:.2f}' for n in counts)} s; "
+                f"median of {len(runs[export, a])}"
+            )
+        for path, _ in dirs.values():
+            shutil.rmtree(path, ignore_errors=True)
+
 
 def hook_cost(results: list[dict]) -> tuple[tuple[float, float, int], tuple[float, float, int]]:
     """Per-step cost of the hooks (attached - detached) and the control (detached - detached), from job.py rounds."""
@@ -693,6 +742,20 @@ def check_traces(child: Child, out: str, active: int) -> None:
         raise RuntimeError(f"expected one trace of {active} steps in {out}, got {counts}")
 
 
+def _check_npu_output(path: str, ranks: int) -> None:
+    """Refuse an NPU output whose ``--check`` fails, or that does not read every rank's collectives
+    (its steps, and the HCCL operations the judge of which rank the others wait for compares)."""
+    child = run_child([PYTHON, "-m", "npuprof_launch", "--check", path, "--json"], base_env())
+    answer = json.loads(child.stdout) if child.returncode == 0 else {}
+    verdict = answer.get("job", {}).get("slow_rank_verdict") or {}
+    processes = answer.get("processes") or []
+    read = [p for p in processes if p.get("collectives_read") and p.get("profiler_steps") == 3]
+    if not answer.get("passed") or verdict.get("rule") != "per_collective" or not verdict.get("rounds"):
+        raise RuntimeError(f"--check did not judge the synthetic NPU output's collectives:\n{child.stdout[-2000:]}")
+    if len(processes) != ranks or len(read) != ranks:
+        raise RuntimeError(f"--check read the collectives of {len(read)} of {ranks} NPU ranks in {path}")
+
+
 def machine() -> str:
     """CPU model, cores, load, Python and torch versions: a figure means little without them."""
     model = platform.processor() or "unknown CPU"
@@ -724,7 +787,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="few repetitions: checks that every figure runs")
     parser.add_argument("--device", default="cpu", help="where the jobs of figures 2 to 4 put their model (cuda)")
     parser.add_argument(
-        "--only", default="1,2,3,4,5,6,7,8,9,10", help="the figures to measure, e.g. 2,3 (4 comes with 2, 7 with 6)"
+        "--only",
+        default="1,2,3,4,5,6,7,8,9,10",
+        help="the figures to measure, e.g. 2,3 (4 comes with 2, 7 with 6; 9 is 9a to 9d, 9c the NPU ones alone)",
     )
     args = parser.parse_args(argv)
     only = set(args.only.split(","))
@@ -750,6 +815,8 @@ def main(argv: list[str] | None = None) -> int:
             bench.step_times_cost()
         if "9" in only:
             bench.summary_scaling()
+        if only & {"9", "9c"}:
+            bench.npu_check_scaling()
         if "10" in only:
             bench.hang_watch_cost()
     print(f"load at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
