@@ -11,9 +11,12 @@ bound to it, stay the job's). Every line, column and name of the body is the ori
 warning, a traceback or a stack the job inspects reads as it does bare.
 
 It is done only where the result is known to be the same code: the source is compiled once
-unchanged, in the same nesting (the enclosing functions and classes its ``__qualname__`` names,
-for its closure, ``super()`` and name mangling) with the same ``__future__`` flags, and must give
-exactly the function's code, byte for byte, constants, names, line and exception tables. Anything
+unchanged, in the same context (its module's imports and ``__future__`` flags; the enclosing
+functions and classes its ``__qualname__`` names, for its closure, ``super()`` and name
+mangling), and must give exactly the function's code, byte for byte, constants, names, line and
+exception tables: first the function's own lines with that context rebuilt around them (about
+4 ms for torch's GradScaler.step), else the whole module (``thorough``; about 45 ms for torch's
+grad_scaler.py on a busy machine, too much for every process that imports torch). Anything
 else (no source, the file changed on disk, a decorator that rewrote the code, a generator or
 coroutine, a lambda, a body that rebinds an argument we read) returns False, and the caller wraps
 the function as before.
@@ -45,13 +48,23 @@ _DEFERRED = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERAB
 
 
 def count_in_place(
-    function: object, begin: Callable[..., None], end: Callable[..., None], args: tuple[str, ...] = ()
+    function: object,
+    begin: Callable[..., None],
+    end: Callable[..., None],
+    args: tuple[str, ...] = (),
+    *,
+    thorough: bool = True,
 ) -> bool:
     """Give ``function`` code that calls ``begin(*args)`` before its body and ``end(*args)`` after
     it (on return and on exception), ``args`` being names of its parameters. Returns whether it
-    did; False leaves the function as it was. Raises nothing."""
+    did; False leaves the function as it was. Raises nothing.
+
+    The function's own lines are compiled first with its module's top-level imports and its
+    nesting only (``_reduced``: a few milliseconds); where that is not its code byte for byte (an
+    import under ``try``, say) and ``thorough``, its whole module is parsed (``_whole``: about
+    45 ms for torch's grad_scaler.py on a busy machine), which a process's start cannot afford."""
     try:
-        code = _counted_code(function, begin, end, args)
+        code = _counted_code(function, begin, end, args, thorough)
     except Exception:  # noqa: BLE001 - any surprise: the caller wraps instead
         return False
     if code is None:
@@ -109,9 +122,8 @@ def _keep_out(_module: object = None) -> None:
             made.run = disable(made.call)
 
 
-def _counted_code(function, begin, end, args: tuple[str, ...]):
+def _counted_code(function, begin, end, args: tuple[str, ...], thorough: bool):
     import inspect
-    import linecache
     import types
 
     if not isinstance(function, types.FunctionType):
@@ -125,11 +137,19 @@ def _counted_code(function, begin, end, args: tuple[str, ...]):
     filename = inspect.getsourcefile(function)
     if not filename or filename != original.co_filename:
         return None
-    source = "".join(linecache.getlines(filename, function.__globals__))
-    same = _module_code(source, filename, original, None)
-    if same is None or not _same_code(same, original):
-        return None  # the source on disk is not what runs
-    counted = _module_code(source, filename, original, args)
+    counted = None
+    for build in (_reduced, _whole) if thorough else (_reduced,):
+        found = build(function, filename)
+        if found is None:
+            continue
+        tree, node = found
+        if not _same_code(_compiled(tree, filename, original), original):
+            continue  # not the code that runs: the source on disk changed, or the context is not its
+        if any(_rebinds(n, args) for n in _walk(node)):
+            return None  # ``end`` reads an argument the body rebinds
+        _count_body(node, args)
+        counted = _compiled(_located(tree), filename, original)
+        break
     if counted is None or counted.co_freevars != original.co_freevars:
         return None
     marks = (_BEGIN, _END)
@@ -140,47 +160,106 @@ def _counted_code(function, begin, end, args: tuple[str, ...]):
     return counted.replace(co_consts=consts)
 
 
-def _module_code(source: str, filename: str, original, args: tuple[str, ...] | None):
-    """The code of ``original``'s function as its whole module compiles (the module's own
-    ``__future__`` imports, the names it imports, the function's nesting, closure and name
-    mangling all as when Python compiled it), counted when ``args`` is not None; nothing runs."""
+def _walk(node):
     import ast
 
+    return ast.walk(node)
+
+
+def _rebinds(node, args: tuple[str, ...]) -> bool:
+    import ast
+
+    return isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in args
+
+
+def _located(tree):
+    import ast
+
+    return ast.fix_missing_locations(tree)
+
+
+def _whole(function, filename: str):
+    """(the module's whole tree, the function's ``def`` in it), or None."""
+    import ast
+    import linecache
+
+    source = "".join(linecache.getlines(filename, function.__globals__))
     tree = ast.parse(source, filename)
-    nodes = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef)
-        and node.name == original.co_name
-        and original.co_firstlineno in (node.lineno, *(d.lineno for d in node.decorator_list[:1]))
-    ]
-    if len(nodes) != 1:
+    node = _def_of(tree, function.__code__)
+    return (tree, node) if node is not None else None
+
+
+def _reduced(function, filename: str):
+    """(a module of the function's module's top-level imports and the function's own lines, nested
+    in the scopes its ``__qualname__`` names, the innermost ``def`` binding its free variables;
+    the function's ``def`` in it), or None. The imports are there because they change how a call
+    of an imported name's attribute compiles (3.11 on)."""
+    import ast
+    import inspect
+    import linecache
+
+    original = function.__code__
+    scopes = _scopes(function.__qualname__)
+    if scopes is None:
         return None
-    if args is not None:
-        (node,) = nodes
-        if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in args for n in ast.walk(node)):
-            return None  # ``end`` reads an argument the body rebinds
-        _count_body(node, args)
-        ast.fix_missing_locations(tree)
-    return _find(compile(tree, filename, "exec", dont_inherit=True), original)
+    lines, first = inspect.getsourcelines(function)
+    text = "".join(lines)
+    indented = text[:1].isspace()
+    parsed = ast.parse(("if 1:\n" + text) if indented else text, filename)
+    node = parsed.body[0].body[0] if indented else parsed.body[0]  # type: ignore[attr-defined]
+    if not isinstance(node, ast.FunctionDef) or node.name != original.co_name:
+        return None
+    ast.increment_lineno(node, first - (2 if indented else 1))
+    free = [name for name in original.co_freevars if name != "__class__"]
+    inner: ast.stmt = node
+    innermost = max((i for i, (kind, _) in enumerate(scopes) if kind == "def"), default=-1)
+    if free and innermost < 0:
+        return None
+    for i in range(len(scopes) - 1, -1, -1):
+        kind, name = scopes[i]
+        body: list[ast.stmt] = []
+        if i == innermost and free:
+            stores: list[ast.expr] = [ast.Name(id=n, ctx=ast.Store()) for n in free]
+            body.append(ast.Assign(targets=stores, value=ast.Constant(value=None), lineno=1))
+        body.append(inner)
+        if kind == "def":
+            no_args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], defaults=[])
+            inner = ast.FunctionDef(name=name, args=no_args, body=body, decorator_list=[], returns=None, lineno=1)
+        else:
+            inner = ast.ClassDef(name=name, bases=[], keywords=[], body=body, decorator_list=[], lineno=1)
+    imports = ast.parse("".join(_top_level_imports(linecache.getlines(filename, function.__globals__))), filename)
+    module = ast.Module(body=[*imports.body, inner], type_ignores=[])
+    return ast.fix_missing_locations(module), node
 
 
-def _find(code, original):
-    """The one code object nested anywhere in ``code`` that is ``original``'s function, by name,
-    first line (and qualified name where the code has one)."""
-    found, pending = [], [code]
-    qualname = getattr(original, "co_qualname", None)
-    while pending:
-        for const in pending.pop().co_consts:
-            if hasattr(const, "co_code"):
-                pending.append(const)
-                if (
-                    const.co_name == original.co_name
-                    and const.co_firstlineno == original.co_firstlineno
-                    and getattr(const, "co_qualname", None) == qualname
-                ):
-                    found.append(const)
-    return found[0] if len(found) == 1 else None
+def _top_level_imports(lines: list[str]) -> list[str]:
+    """The lines of a module's top-level ``import`` and ``from`` statements, a parenthesized or
+    continued one whole (a line scan, no parse: what it misses only makes ``_reduced`` fail)."""
+    found: list[str] = []
+    open_parens = 0
+    continued = False
+    for line in lines:
+        if open_parens or continued or line.startswith(("import ", "from ")):
+            found.append(line if line.endswith("\n") else line + "\n")
+            code = line.split("#", 1)[0]
+            open_parens = max(0, open_parens + code.count("(") - code.count(")"))
+            continued = code.rstrip().endswith("\\")
+    return found
+
+
+def _scopes(qualname: str) -> list[tuple[str, str]] | None:
+    """The enclosing scopes of a function, outermost first, from its ``__qualname__``:
+    ``make.<locals>.Trainer.step`` -> [("def", "make"), ("class", "Trainer")]."""
+    parts = qualname.split(".")[:-1]
+    scopes: list[tuple[str, str]] = []
+    for i, part in enumerate(parts):
+        if part == "<locals>":
+            continue
+        if not part.isidentifier():
+            return None
+        local = i + 1 < len(parts) and parts[i + 1] == "<locals>"
+        scopes.append(("def" if local else "class", part))
+    return scopes
 
 
 def _count_body(node, args: tuple[str, ...]) -> None:
@@ -212,6 +291,45 @@ def _is_docstring(statement) -> bool:
         and isinstance(statement.value, ast.Constant)
         and isinstance(statement.value.value, str)
     )
+
+
+def _def_of(tree, original):
+    """The one ``def`` of the module's tree that compiled to ``original`` (its name, and its line or
+    its first decorator's), or None."""
+    import ast
+
+    nodes = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and node.name == original.co_name
+        and original.co_firstlineno in (node.lineno, *(d.lineno for d in node.decorator_list[:1]))
+    ]
+    return nodes[0] if len(nodes) == 1 else None
+
+
+def _compiled(tree, filename: str, original):
+    """``original``'s code as ``tree`` compiles (with its ``__future__`` imports, its imports, the
+    function's nesting, closure and name mangling); nothing runs."""
+    return _find(compile(tree, filename, "exec", dont_inherit=True), original)
+
+
+def _find(code, original):
+    """The one code object nested anywhere in ``code`` that is ``original``'s function, by name,
+    first line and qualified name (where the code has one)."""
+    found, pending = [], [code]
+    qualname = getattr(original, "co_qualname", None)
+    while pending:
+        for const in pending.pop().co_consts:
+            if hasattr(const, "co_code"):
+                pending.append(const)
+                if (
+                    const.co_name == original.co_name
+                    and const.co_firstlineno == original.co_firstlineno
+                    and getattr(const, "co_qualname", None) == qualname
+                ):
+                    found.append(const)
+    return found[0] if len(found) == 1 else None
 
 
 _COMPARED = (

@@ -409,17 +409,18 @@ def _holds(owner, held: list) -> bool:
     return False
 
 
-def _count_steps(clock: OptimizerClock, klass: type, step, key: int) -> None:
+def _count_steps(clock: OptimizerClock, klass: type, step, key: int, thorough: bool = True) -> None:
     """Count each outermost call of ``klass.step`` as a step of its argument number ``key``
     (``self`` for a wrapper's step, the optimizer for a scaler's): inside the function's own code
     where it can be (inplace.py: no frame of ours in a warning or a traceback through it), else
-    with a wrapper around it."""
+    with a wrapper around it. ``thorough``: inplace.py may parse the function's whole module (not
+    at a process's start: torch's GradScaler, counted as torch is imported, takes its quick way)."""
     from npuprof_launch.inprocess import inplace
 
     code = getattr(step, "__code__", None)
     name = code.co_varnames[key] if code is not None and key < code.co_argcount else None
     begin, end = _counted_in_place(clock)
-    if name is not None and inplace.count_in_place(step, begin, end, (name,)):
+    if name is not None and inplace.count_in_place(step, begin, end, (name,), thorough=thorough):
         step._npuprof_counted = True
         return
     # mypy sees a bare type; the class has a step (the callers read it from vars(klass))
@@ -484,18 +485,18 @@ def _watch_grad_scalers(clock: OptimizerClock) -> None:
     if base is None or getattr(base, "_npuprof_watched", False):
         return
 
-    def count_steps_of(klass: type) -> None:
+    def count_steps_of(klass: type, thorough: bool = True) -> None:
         try:
             step = vars(klass).get("step")
             if step is not None and not getattr(step, "_npuprof_counted", False):
-                _count_steps(clock, klass, step, 1)  # GradScaler.step(self, optimizer, ...): the optimizer's step
+                _count_steps(clock, klass, step, 1, thorough)  # GradScaler.step(self, optimizer, ...): the optimizer's
         except Exception as exc:  # noqa: BLE001 - a scaler must work whatever happens to us
             clock._say(f"GradScaler steps are not counted: {exc!r}")
 
     pending = [base]
     while pending:
         klass = pending.pop()
-        count_steps_of(klass)
+        count_steps_of(klass, thorough=False)  # in every process that imports torch: the quick way only
         pending.extend(klass.__subclasses__())
     own = vars(base).get("__init_subclass__")  # torch's, if a release gives one; else object's
 
