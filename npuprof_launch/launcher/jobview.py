@@ -28,6 +28,9 @@ SUGGESTION_SETS = (*names.SCHEDULE_KEYS, "ranks", "total-steps", "on-demand")
 PERIOD_MIN_SPIKES = 3
 #: The spikes a period is looked for among (the first ones in step order): the search is quadratic.
 PERIOD_SEARCHED = 200
+#: How many more spikes than PERIOD_MIN_SPIKES a period needs whose every spike a wait for a CPU
+#: explains (_period).
+PERIOD_WAITED_MORE = 2
 #: Out of lockstep, the ranks' last this many steps are compared step by step (4 bytes a step read
 #: from each rank's file), and at most this many slow ranks named (the next among the rest each time).
 COMPARED_STEPS = 1024
@@ -332,6 +335,11 @@ def _period(spikes: list[dict], waited: Sequence[dict] = ()) -> dict | None:
     counted = {spike["step"] for spike in spikes} | set(best)
     alone = len(best) == len(counted)
     if len(best) < PERIOD_MIN_SPIKES or not (alone or (len(best) > PERIOD_MIN_SPIKES and 2 * len(best) > len(counted))):
+        return None
+    # A progression of the machine's spikes alone (each one a wait for a CPU explains) is the
+    # machine's too unless it is long: healthy jobs beside CPU hogs were told "every 2 steps (21,
+    # 23, 25)" and "every 9 steps (10, 19, 28)" (benchmarks/findings.py, 2026-12-05).
+    if not set(best) & {spike["step"] for spike in spikes} and len(best) < PERIOD_MIN_SPIKES + PERIOD_WAITED_MORE:
         return None
     return {"every": best[1] - best[0], "steps": best}
 

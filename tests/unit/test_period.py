@@ -43,3 +43,13 @@ def test_spikes_a_cpu_wait_explains_off_the_period_are_the_machine_s_and_do_not_
     job = job_with({11: 0.4, 21: 0.4, 31: 0.4, 41: 0.4, 51: 0.4, **noise}, waits={s: 0.29 for s in noise})
     assert job["spike_period"] == {"every": 10, "steps": [11, 21, 31, 41, 51]}
     assert sorted(s["step"] for s in job["undecidable_spikes"]) == [32, 33, 34, 35, 54]
+
+
+def test_a_few_evenly_spaced_steps_that_only_waited_for_a_cpu_are_no_period():
+    """Healthy jobs beside two CPU hogs were told "every 2 steps (21, 23, 25)": three steps a wait
+    for a CPU explains, evenly spaced by chance. Five such steps still make a period (an evaluation
+    every 10 steps whose every step waited for a CPU on 4 ranks)."""
+    few = {21: 0.3, 23: 0.3, 25: 0.3}
+    assert job_with(few, waits={s: 0.29 for s in few})["spike_period"] is None
+    many = {11: 0.4, 21: 0.4, 31: 0.4, 41: 0.4, 51: 0.4}
+    assert job_with(many, waits={s: 0.39 for s in many})["spike_period"] == {"every": 10, "steps": [11, 21, 31, 41, 51]}
