@@ -53,6 +53,30 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(1.0, sum(math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(k, n + 1)))
 
 
+#: A rank slower step by step is the machine's when its own wait for a CPU, past the others', takes
+#: this share of its excess at least: it had less of the cores, not more work (the share that takes
+#: one rank's slowdown off in lockstep).
+CPU_EXPLAINS_SHARE = 0.5
+
+
+def slow_rank_waited(verdict: dict, own_wait_s: float, theirs_wait_s: list[float], steps: int) -> str | None:
+    """Why the rank ``slow_rank`` named is not slow, where its own wait for a CPU in the ``steps``
+    compared (``own_wait_s``, against each other rank's) explains CPU_EXPLAINS_SHARE of its excess;
+    else None. A healthy job of 4 ranks on 2 cores beside CPU hogs had rank 0 named 3.7x slower
+    (0.5 ms steps; benchmarks/findings.py, 2026-12-05): it had less of the cores."""
+    excess = (verdict["step_s"] - verdict["others_step_s"]) * steps
+    if not theirs_wait_s or excess <= 0:
+        return None
+    typical = median(theirs_wait_s)
+    if own_wait_s - typical < CPU_EXPLAINS_SHARE * excess:
+        return None
+    return (
+        f"rank {verdict['rank']}'s steps were {verdict['ratio']:.2f}x the others' by median, but it waited for a CPU "
+        f"{_ms(own_wait_s)} in those {steps} steps against {_ms(typical)} on the others, "
+        f"{(own_wait_s - typical) / excess:.0%} of its excess: it had less of the cores, not more work; no finding"
+    )
+
+
 def slow_rank(series: dict) -> dict:
     """Whether one rank's steps are slower than the others', out of lockstep.
 

@@ -211,6 +211,36 @@ def test_two_alike_ranks_give_no_rank_stands_out_with_its_reason_one_slower_in_e
     assert slow["suggestions"] == ["npuprof-run --skip-first 10 --active 2 --ranks 1 -- python job.py"]
 
 
+def test_a_rank_slower_because_it_waited_for_a_cpu_is_not_named_slow():
+    """Out of lockstep, 4 ranks on 2 cores beside CPU hogs: rank 0 was named 3.7x slower, its steps
+    the machine's (it had less of the cores). Its own wait for a CPU, past the others', takes the
+    finding off; the same rank without that wait is named."""
+
+    def row(rank: int, step_s: float, wait_s: float) -> dict:
+        durations = [step_s * (1 + 0.01 * (step % 3)) for step in range(2, 41)]
+        tool = stepstats.ToolSteps([dict(WINDOW, aftercare_steps=None)], steps=40)
+        cpu_wait = {"blocks": [[2, 40, wait_s * 39]], "covered": [[2, 40]], "at_most_s": 0.0}
+        stats = stepstats.rank_stats(durations, tool, cpu_wait)
+        return {
+            "rank": rank,
+            "steps": 40,
+            "step_stats": stats,
+            "cpu_wait": cpu_wait,
+            "t": jobview.Steps(2, durations, tool),
+        }
+
+    waited = jobview.summarize(
+        [row(0, 0.0036, 0.0025), *(row(r, 0.001, 0.0001) for r in (1, 2, 3))], steps_of=lambda p: p["t"]
+    )
+    assert waited["slow_ranks"] == [] and "less of the cores" in waited["no_rank_stands_out"], waited[
+        "slow_rank_verdict"
+    ]
+    slow = jobview.summarize(
+        [row(0, 0.0036, 0.0001), *(row(r, 0.001, 0.0001) for r in (1, 2, 3))], steps_of=lambda p: p["t"]
+    )
+    assert [found["rank"] for found in slow["slow_ranks"]] == [0]
+
+
 def collective_row(rank: int, collective_s: float, last_step: int, step_s: float = 0.05, window_s: float = 0.2) -> dict:
     window = {"first_step": 3, "last_step": last_step, "complete": True, "traces": []}
     stats = stepstats.rank_stats(durations_with({}, typical=step_s))
