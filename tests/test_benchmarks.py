@@ -43,6 +43,8 @@ FIGURES = (
     r"9a\. --check at \d+/\d+/\d+ ranks with step times and window summaries: .+ MB; "
     r"ratios \d+/\d+ \d+\.\d+ and \d+/\d+ \d+\.\d+ \(time\), \d+\.\d+ and \d+\.\d+ \(HTML\)",
     r"9b\. --check at \d+ ranks with window summaries, trace size 1x/4x .+ ratio 4x/1x \d+\.\d+",
+    r"9c\. --check at \d+/\d+/\d+ NPU ranks, text export, with step times: .+ s CPU; ratios .+ \(linear: 2\.00\)",
+    r"9d\. --check at \d+/\d+/\d+ NPU ranks, db export, with step times: .+ s CPU; ratios .+ \(linear: 2\.00\)",
     r"10\. hang watch \(on vs --hang-after 0\), at the real checkpoint interval: [+-]\d+\.\d+ us per "
     r"optimizer\.step  \[target <= 0\.2 us: (met|MISSED)\]",
     r" +a one-scalar SGD step under the clock, the watch on .+control \(off vs off\): [+-]\d+\.\d+ \+- \d+\.\d+ us",
