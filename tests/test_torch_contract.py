@@ -132,6 +132,11 @@ ALLOWED: dict[str, str] = {
         "torch.optim.optimizer.Optimizer._patch_step_function, which the table holds (torch.optim re-exports the "
         "class); resumed.watch_loads reads it from the class's __dict__ and falls back where a release lacks it"
     ),
+    "torch.distributed.rpc.api._is_current_rpc_agent_set": (
+        "read with getattr from torch.distributed.rpc.api where the job imported it, called in a try "
+        "(coexist.rpc_agent_running: a window beside an RPC agent is told); torch._C._distributed_rpc's, "
+        "in libtorch_python of every release 2.1 to 2.14 the table reads"
+    ),
     "torch.utils.data.get_worker_info": (
         "read with getattr and a default from torch.utils.data where the job imported it "
         "(processlog.log_idle: whether a multiprocessing child is a DataLoader's worker)"
