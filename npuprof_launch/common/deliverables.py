@@ -377,8 +377,19 @@ def _check_csv(path: str, columns: tuple[str, ...]) -> list[str]:
     return []
 
 
+def db_names(output: str) -> list[str]:
+    """The ``ascend_pytorch_profiler*.db`` files of a session's output directory, by name, sorted
+    (os.listdir's OSError goes to the caller)."""
+    return sorted(name for name in os.listdir(output) if name.startswith(DB_PREFIX) and name.endswith(".db"))
+
+
+def read_only(path: str) -> sqlite3.Connection:
+    """A SQLite file opened read-only: the report never modifies what torch_npu wrote."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
 def _check_db(output: str, traced_npu: bool) -> list[str]:
-    found = sorted(name for name in os.listdir(output) if name.startswith(DB_PREFIX) and name.endswith(".db"))
+    found = db_names(output)
     if not found:
         return [f"{output}: no {DB_PREFIX}*.db (db export)"]
     problems = []
@@ -390,7 +401,7 @@ def _check_db(output: str, traced_npu: bool) -> list[str]:
 def _check_db_file(path: str, traced_npu: bool) -> list[str]:
     """``PRAGMA quick_check`` and the main tables, read-only (the file is never modified)."""
     try:
-        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        connection = read_only(path)
     except sqlite3.Error as exc:
         return [f"{path}: does not open as SQLite ({exc})"]
     try:
@@ -500,13 +511,13 @@ DB_OPERATOR_TOTALS = (
 
 def _db_operator_totals(output: str) -> dict[str, float]:
     try:
-        found = sorted(name for name in os.listdir(output) if name.startswith(DB_PREFIX) and name.endswith(".db"))
+        found = db_names(output)
     except OSError:
         return {}
     totals: dict[str, float] = {}
     for name in found:
         try:
-            connection = sqlite3.connect(f"file:{os.path.join(output, name)}?mode=ro", uri=True)
+            connection = read_only(os.path.join(output, name))
         except sqlite3.Error:
             continue
         try:

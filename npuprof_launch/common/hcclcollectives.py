@@ -50,7 +50,7 @@ QUEUED_S = 0.0001
 
 class Read(list):
     """The operations ``of_session`` read, and where from (``source``: ``communication.json``, or
-    ``COMMUNICATION_OP`` with the db's name), for the answer to say which files it read."""
+    ``COMMUNICATION_OP (db export)``), for the answer to say which files it read."""
 
     source = ""
 
@@ -126,12 +126,12 @@ def _text(path: str) -> list[tuple[str, str, int, float, float, float]] | None:
 
 def _db(output: str) -> list[tuple[str, str, int, float, float, float]] | None:
     try:
-        names = [n for n in os.listdir(output) if n.startswith(deliverables.DB_PREFIX) and n.endswith(".db")]
+        names = deliverables.db_names(output)
     except OSError:
         return None
-    for name in sorted(names):
+    for name in names:
         try:
-            connection = sqlite3.connect(f"file:{os.path.join(output, name)}?mode=ro", uri=True)
+            connection = deliverables.read_only(os.path.join(output, name))
         except sqlite3.Error:
             continue
         try:
@@ -196,7 +196,7 @@ def _analysis_rows(path: str) -> list[tuple]:
     if not os.path.exists(path):
         return []
     try:
-        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        connection = deliverables.read_only(path)
         try:
             query = "SELECT computing, communication_not_overlapped, free, communication FROM StepTraceTime"
             return connection.execute(query).fetchall()
