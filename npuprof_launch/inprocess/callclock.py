@@ -71,17 +71,16 @@ class CallClock:
         """The wrapper declared.py puts around the function: the call itself goes untouched."""
         if self.declared.awaited:
             return self._awaited(wrapped(*args, **kwargs))
-        if self.passive or self._busy or not self.claims_this_thread():
-            return wrapped(*args, **kwargs)
-        self.enter()
+        self.begin_call()
         try:
             return wrapped(*args, **kwargs)
         finally:
-            self.exit()
+            self.end_call()
 
     def begin_call(self) -> None:
-        """The first line of the function's own code, where declared.py could put it (inplace.py):
-        ``call``'s work before the call, for a function counted without a wrapper around it."""
+        """Before a call: an outermost call on the owner thread begins a step. The first line of the
+        function's own code, where declared.py could put it there (inplace.py), else the wrapper's
+        (``call``). Whether it began one is pushed for ``end_call``."""
         try:
             if self.passive or self._busy or not self.claims_this_thread():
                 if threading.current_thread() is self._owner:
@@ -93,7 +92,8 @@ class CallClock:
             self._break(exc)
 
     def end_call(self) -> None:
-        """The ``finally`` of the function's own code: ``call``'s work after the call."""
+        """After a call (the ``finally`` of its own code, or of the wrapper's): the end of the step
+        ``begin_call`` began, if it began one."""
         try:
             if threading.current_thread() is not self._owner:
                 return

@@ -123,6 +123,7 @@ def _keep_out(_module: object = None) -> None:
 
 
 def _counted_code(function, begin, end, args: tuple[str, ...], thorough: bool):
+    import ast
     import inspect
     import types
 
@@ -145,10 +146,10 @@ def _counted_code(function, begin, end, args: tuple[str, ...], thorough: bool):
         tree, node = found
         if not _same_code(_compiled(tree, filename, original), original):
             continue  # not the code that runs: the source on disk changed, or the context is not its
-        if any(_rebinds(n, args) for n in _walk(node)):
+        if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in args for n in ast.walk(node)):
             return None  # ``end`` reads an argument the body rebinds
         _count_body(node, args)
-        counted = _compiled(_located(tree), filename, original)
+        counted = _compiled(ast.fix_missing_locations(tree), filename, original)
         break
     if counted is None or counted.co_freevars != original.co_freevars:
         return None
@@ -158,24 +159,6 @@ def _counted_code(function, begin, end, args: tuple[str, ...], thorough: bool):
     first, last = _outside(begin), _outside(end)
     consts = tuple(first if c == _BEGIN else last if c == _END else c for c in counted.co_consts)
     return counted.replace(co_consts=consts)
-
-
-def _walk(node):
-    import ast
-
-    return ast.walk(node)
-
-
-def _rebinds(node, args: tuple[str, ...]) -> bool:
-    import ast
-
-    return isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in args
-
-
-def _located(tree):
-    import ast
-
-    return ast.fix_missing_locations(tree)
 
 
 def _whole(function, filename: str):

@@ -428,15 +428,16 @@ def _count_steps(clock: OptimizerClock, klass: type, step, key: int, thorough: b
 
 
 def _counted_in_place(clock: OptimizerClock):
-    """What a step counted in place calls first and last: ``_counting``'s lines around the call
-    (inplace.py runs them outside dynamo's reach, as the wrapper was)."""
+    """What a step counted in place calls first and last: ``_counting``'s lines around the call.
+    inplace.py runs them through ``torch.compiler.disable`` once dynamo is imported, so they call
+    the clock's own ``enter`` and ``leave``, not their disabled twins (one eval-frame switch, not two)."""
 
     def begin(obj) -> None:
-        clock._enter_now()
+        clock.enter()
 
     def end(obj) -> None:
-        if clock._leave_now() == 0:
-            clock._outer_now(obj, inside_range=False)
+        if clock.leave() == 0:
+            clock.outer_step(obj, inside_range=False)
 
     return begin, end
 
