@@ -110,6 +110,8 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
     by_rank = {p["rank"]: p for p in measured}
     found: list[tuple[dict, dict]] = []
     refused: list[str] = []
+    read = sorted({source for p in measured for source in p.get("collectives_read") or ()})  # NPU data
+    source = f" (HCCL's operations, from {', '.join(read)})" if read else ""
     for named in each["passed"]:
         process = by_rank[named["rank"]]
         wait_s = named["wait_per_step_s"]
@@ -130,8 +132,6 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
             continue
         cpu_s = _cpu_excess(process, [p for p in measured if p is not process]) / len(named["steps"])
         host = f"; so are most ranks of its host, {each['host']}" if each.get("host") else ""
-        read = sorted({source for p in measured for source in p.get("collectives_read") or ()})  # NPU data
-        source = f" (HCCL's operations, from {', '.join(read)})" if read else ""
         finding = {
             "rank": named["rank"],
             "method": "collectives",

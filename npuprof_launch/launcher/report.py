@@ -217,11 +217,6 @@ def _rpc_agents(records: list[ReadRecord]) -> list[dict]:
     return [answer.item("rpc_caller_only", outcomes.RPC_SENTENCE, ranks, [s for s in steps if s is not None])]
 
 
-#: What a row's top operators' times are, by whether the row is an NPU session's (the key
-#: ``top_operators_time`` holds; wording.OPERATOR_TIME has the words for it).
-OPERATOR_TIME = {False: "self", True: "device"}
-
-
 def _moved_on(record: ReadRecord, records: list[ReadRecord], notes: list[dict]) -> ReadRecord:
     """An image that re-executed itself (``os.exec``) right after its window opened, before any
     whole step: that window holds nothing, and the new image, which counts on, records the window
@@ -363,7 +358,7 @@ def _process(record: ReadRecord, output_dir: str, run: dict | None, problems: li
     ]
     # what ``self_us`` measures: CPU self time of a torch trace's operators, or an NPU session's device
     # time per operator type (op_statistic.csv, kernel_details.csv): told apart wherever it is shown
-    process["top_operators_time"] = OPERATOR_TIME[record.get("backend") == "npu"]
+    process["top_operators_time"] = "device" if record.get("backend") == "npu" else "self"  # wording.OPERATOR_TIME
     process["warmup"] = (record.get("options") or {}).get("warmup") or 0
     stats = record.get("step_stats") or jobview.load(process, output_dir, warmup=process["warmup"])
     process["step_stats"] = stats
