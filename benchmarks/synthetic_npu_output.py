@@ -24,17 +24,15 @@ events and sums the kernels by type, the same on every rank of a data-parallel j
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import sys
 
 import synthetic_output
 
-from npuprof_launch.common import deliverables, files, names, options, record, tracecollectives, windowresults
+from npuprof_launch.common import deliverables, files, names, options, record, tracecollectives
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WRITER = os.path.join(ROOT, "tests", "standin", "torch_npu", "profiler", "analysis", "_standin_output.py")
 #: A recorded step's span, where its all-reduces begin, and the time from one all-reduce to the next.
 STEP_NS, FIRST_OP_NS, OP_EVERY_NS = 200_000_000, 30_000_000, 1_000_000
 #: Every rank reaches an all-reduce within this of the others; each moves BUCKET_BYTES, 0.1 ms at
@@ -46,15 +44,8 @@ GROUP = "10.0.0.1%enp189s0f0_60000_0_1764936000000000"
 DEVICES = 8
 
 
-def _load_writer():
-    spec = importlib.util.spec_from_file_location("npu_standin_output", WRITER)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-writer = _load_writer()
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from npu_layout import output_files as writer  # noqa: E402  # the stand-in's writer, loaded once, by path, there
 
 
 def recorded_steps(first: int, last: int, start_ns: int) -> list:
@@ -169,30 +160,9 @@ def write_output(directory: str, ranks: int, *, export: tuple[str, ...] = ("text
         size = write_session(os.path.join(directory, trace), rank, ranks, config, export, steps, shared)
         total += size
         status = names.status_path(directory, worker, started)
-        result = windowresults.result_path(status, 1)
-        files.write_json(
-            result,
-            {
-                "status": "done",
-                "started_ns": started + 1,
-                "ended_ns": started + 2,
-                "pid": pid + 1,
-                "traces": [trace],
-                "left": [],
-                "errors": [],
-                "logged": [],
-                "summary": None,
-                "bytes": {trace: size},
-                "plain_bytes": {},
-            },
+        window = synthetic_output.window_done(
+            directory, status, trace, (first, last), pid, started, None, {trace: size}, {}
         )
-        window = {
-            "first_step": first,
-            "last_step": last,
-            "complete": True,
-            "traces": [trace],
-            "aftercare": os.path.relpath(result, directory),
-        }
         fields = synthetic_output.process_fields(
             config, rank=rank, pid=pid, worker=worker, started=started, traces=[trace], backend="npu"
         )

@@ -212,30 +212,9 @@ def write_output(
                 summary = aftercare._merge(None, deliverables.summarize_torch_trace(path))
                 summary["collective_us"] = 0.3 * summary["window_us"]  # in lockstep: the collectives' test runs
             summary = dict(summary, collectives=collectives_of(rank, window_first, window_last))
-            result = windowresults.result_path(status, 1)
-            files.write_json(
-                result,
-                {
-                    "status": "done",
-                    "started_ns": started + 1,
-                    "ended_ns": started + 2,
-                    "pid": pid + 1,
-                    "traces": [trace],
-                    "left": [],
-                    "errors": [],
-                    "summary": summary,
-                    "bytes": {trace: len(text)},
-                    "plain_bytes": {trace: len(text)},
-                },
-            )
+            sizes = {trace: len(text)}
             windows.append(
-                {
-                    "first_step": window_first,
-                    "last_step": window_last,
-                    "complete": True,
-                    "traces": [trace],
-                    "aftercare": os.path.relpath(result, directory),
-                }
+                window_done(directory, status, trace, (window_first, window_last), pid, started, summary, sizes, sizes)
             )
         fields = process_fields(config, rank=rank, pid=pid, worker=worker, started=started, traces=[trace])
         if summaries:
@@ -244,6 +223,41 @@ def write_output(
             add_step_times(fields, directory, status, pattern, rank, config, (window_first, window_last))
         record.write(status, record.normalized(fields))
     return total
+
+
+def window_done(
+    directory: str,
+    status: str,
+    trace: str,
+    steps: tuple[int, int],
+    pid: int,
+    started: int,
+    summary: dict | None,
+    size: dict[str, int],
+    plain: dict[str, int],
+) -> dict:
+    """A complete window of ``steps`` holding ``trace``: its aftercare result written beside the
+    status record (done, with ``summary`` and the bytes), and the record's entry for it."""
+    result = windowresults.result_path(status, 1)
+    files.write_json(
+        result,
+        {
+            "status": "done",
+            "started_ns": started + 1,
+            "ended_ns": started + 2,
+            "pid": pid + 1,
+            "traces": [trace],
+            "left": [],
+            "errors": [],
+            "logged": [],
+            "summary": summary,
+            "bytes": size,
+            "plain_bytes": plain,
+        },
+    )
+    first, last = steps
+    relative = os.path.relpath(result, directory)
+    return {"first_step": first, "last_step": last, "complete": True, "traces": [trace], "aftercare": relative}
 
 
 def process_fields(
