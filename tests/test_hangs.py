@@ -98,7 +98,7 @@ def test_a_rank_stuck_in_a_sleep_is_named_while_it_hangs_and_after_sigterm(out):
         if launcher.poll() is None:
             os.killpg(launcher.pid, signal.SIGKILL)
     stderr.join()
-    assert f"rank 1 in time.sleep ({SLEEP_AT}); rank 0 in all_reduce ({ALL_REDUCE_AT})" in line, line
+    assert f"(after step 4): rank 1 in time.sleep ({SLEEP_AT}); rank 0 in all_reduce ({ALL_REDUCE_AT})" in line, line
     _, report = check_json(out)
     stalls = report["job"]["stalls"]
     assert len(stalls) == 1 and stalls[0]["ranks"] == [0, 1], stalls
@@ -115,7 +115,7 @@ def test_ranks_killed_while_stuck_leave_their_stacks_and_the_report_names_the_od
     launcher = launch(out, [*TORCHRUN, STUCK, "--stuck-rank", "1", "--after", "3"])
     stderr = Stderr(launcher)
     try:
-        stderr.wait_for("npuprof: no step for")
+        line = stderr.wait_for("npuprof: no step for")
         for record in status_records(out):
             os.kill(record["pid"], signal.SIGKILL)  # no exit handler of ours runs
         launcher.wait(timeout=300)
@@ -123,8 +123,18 @@ def test_ranks_killed_while_stuck_leave_their_stacks_and_the_report_names_the_od
         if launcher.poll() is None:
             os.killpg(launcher.pid, signal.SIGKILL)
     stderr.join()
+    # Both ranks ended step 3 (rank 0 then waits in step 4's all_reduce); their records were last
+    # written at step 2 (checkpoints at 1, 2, 4, ...), and no exit handler wrote them again: the
+    # step is each process's mark, live and at the end.
+    assert [record["steps"] for record in status_records(out)] == [2, 2], "no checkpoint at step 3"
+    assert "(after step 3)" in line, line
     _, report = check_json(out)
-    groups = report["job"]["stalls"][0]["groups"]
+    (stall,) = report["job"]["stalls"]
+    assert (stall["since_step"], stall["step_exact"]) == (3, True), stall
+    told = npuprof(["--check", out]).stdout
+    assert "the job stopped stepping on ranks 0-1 (after step 3);" in told, told
+    assert told.count("ended without exit handlers; last known step 3") == 2, told
+    groups = stall["groups"]
     assert [(g["ranks"], g["call"], g["at"]) for g in groups] == [
         ([1], "time.sleep", SLEEP_AT),
         ([0], "all_reduce", ALL_REDUCE_AT),

@@ -16,7 +16,7 @@ import enum
 import os
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from npuprof_launch.common import files, names
+from npuprof_launch.common import files, names, stepmark
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -127,6 +127,9 @@ class ReadRecord(StatusRecord, total=False):
 
     file: str
     unreadable: str
+    #: ``steps`` was read from the step mark (common/stepmark.py) of a process of this host that
+    #: has not ended: the step it is at, or stopped after, even past its last checkpoint.
+    marked: bool
 
 
 #: The value each field of a record that lacks it (an older one) is read with.
@@ -218,6 +221,10 @@ def read_all(status_dir: str) -> list[ReadRecord]:
             continue
         record = normalized(raw)
         record["file"] = entry
+        if record["ended"] is None:  # its count may have gone on since its last write: the mark has it
+            marked = stepmark.read(os.path.join(status_dir, entry))
+            if marked is not None:  # on another host it shows the last page the kernel wrote back
+                record["steps"], record["marked"] = max(marked, record["steps"]), record["host"] == names.host()
         records.append(record)
     return records
 

@@ -40,7 +40,7 @@ import threading
 import time
 
 import npuprof_launch.inprocess.backends as backends
-from npuprof_launch.common import names, numbering, options, outcomes, record
+from npuprof_launch.common import names, numbering, options, outcomes, record, stepmark
 from npuprof_launch.common.record import State, StatusRecord
 from npuprof_launch.common.schedule import Schedule, Window
 from npuprof_launch.inprocess import (
@@ -122,6 +122,9 @@ class Session:
 
         self.state = State.WAITING
         self.steps = 0
+        #: ``steps`` again, stored at every step where the launcher reads it (common/stepmark.py):
+        #: a list until the first checkpoint maps the file.
+        self.marked: stepmark.Slot = stepmark.unmapped()
         #: Perf-counter time at the end of each step since the last checkpoint (the clock appends).
         #: A list, not an array of doubles: an array's append parses its float argument with
         #: PyArg_Parse, about 660 CPU instructions a step (callgrind); a list's costs a tenth of that,
@@ -213,7 +216,7 @@ class Session:
         that began in the old image was closed there; this image does not reopen it."""
         if steps <= 0:
             return
-        self.steps = steps
+        self.steps = self.marked[0] = steps
         while (upcoming := self._upcoming()) is not None and upcoming.first <= steps:
             self._next += 1
         self.windows_before_exec = self._next
@@ -230,7 +233,7 @@ class Session:
         now = time.perf_counter()
         if label is not None:
             self._points.close_label(label)
-        self.steps += 1
+        self.steps = self.marked[0] = self.steps + 1
         self.times.append(now)
         if self.first_time is None:
             self.first_time = now
@@ -326,7 +329,7 @@ class Session:
 
     def retract(self) -> None:
         """The clock takes a boundary back (iterations.py, rule 4): one step fewer."""
-        self.steps = max(self.steps - 1, 0)
+        self.steps = self.marked[0] = max(self.steps - 1, 0)
         if len(self.times) > 1:
             self.times.pop()
         if self.window is not None:
@@ -628,6 +631,7 @@ class Session:
         self.window = self.profiler = self._label = None
         self.idle.after_fork()
         self._pid, self.cpu_wait = -1, cpuwait.CpuWait()  # the child's thread counts from its own start
+        self.marked = stepmark.unmapped()  # the parent's mapping is the parent's count
 
     # -- checkpoints and the record -----------------------------------------------------------
 
@@ -641,6 +645,8 @@ class Session:
             else:
                 self._poll_at = float("inf")
         if self.steps >= self._checkpoint_at:
+            if isinstance(self.marked, list) and os.getpid() == self._pid:
+                self._map_mark()
             if self._aftercare:
                 self._aftercare.note_ended(self.steps)
             self.hang.at_checkpoint(self.times, self.steps, now)
@@ -650,6 +656,11 @@ class Session:
             # handlers (Ray ends its workers with ray.kill) still leaves a count near the truth.
             self._checkpoint_at = self.steps + min(self.steps, steptiming.steps_in(CHECKPOINT_S, step_s))
             self.hang.arm(step_s, (self._checkpoint_at - self.steps) * (step_s or CHECKPOINT_S))
+
+    def _map_mark(self) -> None:
+        """The first checkpoint: the count goes to shared memory from now on (unmapped if it cannot)."""
+        with contextlib.suppress(OSError, ValueError):
+            self.marked = stepmark.mapped(self._status_path, self.steps)
 
     def _take_request(self, watcher: requesttaking.Requests) -> None:
         """On-demand: a new request for this process opens a window at the next step, among the

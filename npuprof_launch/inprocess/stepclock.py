@@ -55,8 +55,11 @@ class ClockSession(Protocol):
     clock_name: str
     #: The declared function's ``--target`` text, for a call clock's session; None otherwise.
     target: str | None
-    #: Steps counted so far. A clock counting on its own below ``call_at`` adds to it itself.
+    #: Steps counted so far. A clock counting on its own below ``call_at`` adds to it itself,
+    #: and stores the new count in ``marked[0]`` too (common/stepmark.py).
     steps: int
+    #: The slot the count is stored in at every step, for a launcher to read while the process is stuck.
+    marked: Any
     #: ``time.perf_counter()`` at the end of each step since the last checkpoint (the clock may append).
     times: list[float]
     #: The count at which ``step_ended`` must be called again; below it a boundary is only counted and timed.

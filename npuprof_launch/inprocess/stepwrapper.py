@@ -139,7 +139,7 @@ def _like_torch(clock, optimizer_module, func, hooked):
             n = session.steps + 1
             if n < session.call_at:  # nothing due at this boundary: count and time it only
                 session.times.append(now())
-                session.steps = n
+                session.steps = session.marked[0] = n
                 return out
             clock._slow(self, False)
             return out
@@ -213,7 +213,7 @@ def _after_range(clock):
             n = session.steps + 1
             if n < session.call_at:
                 session.times.append(now())
-                session.steps = n
+                session.steps = session.marked[0] = n
                 return
             clock._slow(optimizer, False)
             return

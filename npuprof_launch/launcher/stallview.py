@@ -50,6 +50,8 @@ def of_process(rec: ReadRecord, output_dir: str) -> tuple[dict | None, list[dict
         "dumps": len(uncovered),
         "at_least_s": sum(dump["after_s"] for dump in uncovered),
         "ended": rec.get("ended"),
+        # the step it stopped after (its last record, or its mark: record.read_all); else its last checkpoint's
+        "step_exact": rec.get("ended") is not None or bool(rec.get("marked")),
         "where": stalls.where(stalls.main_frames(uncovered[-1], main)),
     }
     return stuck, pauses
@@ -70,6 +72,7 @@ def summarize(records: list[ReadRecord], output_dir: str) -> tuple[list[dict], l
         stall_groups.append(
             {
                 "since_step": min(item.get("steps") or 0 for item in stuck),
+                "step_exact": all(item["step_exact"] for item in stuck),
                 "at_least_s": max(item["at_least_s"] for item in stuck),
                 "ranks": sorted(item["rank"] for item in stuck if item.get("rank") is not None),
                 "processes": len(stuck),
@@ -113,10 +116,8 @@ def where_text(groups: list[dict]) -> str:
 
 def stall_line(stall: dict) -> str:
     who = _who(stall)
-    return (
-        f"no step for at least {stall['at_least_s']:.0f} s on {who} (last recorded step {stall['since_step']}): "
-        f"{where_text(stall['groups'])}"
-    )
+    step = ("after step " if stall.get("step_exact") else "last recorded step ") + str(stall["since_step"])
+    return f"no step for at least {stall['at_least_s']:.0f} s on {who} ({step}): {where_text(stall['groups'])}"
 
 
 def pause_line(pause: dict) -> str:
@@ -130,7 +131,12 @@ def pause_line(pause: dict) -> str:
 
 def stall_item(stall: dict) -> dict:
     """The answer's item of a stall: its ranks, its last step, how long at least, where each group was."""
-    evidence = {"at_least_s": round(stall["at_least_s"], 1), "processes": stall["processes"], "where": stall["groups"]}
+    evidence = {
+        "at_least_s": round(stall["at_least_s"], 1),
+        "processes": stall["processes"],
+        "step_exact": bool(stall.get("step_exact")),
+        "where": stall["groups"],
+    }
     return answer.item("stall", stall_line(stall), stall["ranks"], [stall["since_step"]], **evidence)
 
 

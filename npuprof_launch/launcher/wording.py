@@ -46,7 +46,8 @@ def headline(processes: list[dict], job: dict) -> str:
     text = f"{text} ({where}{attempts_text(processes)}), {done}"
     for stall in job.get("stalls") or ():
         whose = who(stall["ranks"]) if stall.get("ranks") else count(stall["processes"], "process")
-        text += f"; the job stopped stepping on {whose} (after step {stall['since_step']} or a few more)"
+        more = "" if stall.get("step_exact") else " or a few more"
+        text += f"; the job stopped stepping on {whose} (after step {stall['since_step']}{more})"
     return text
 
 

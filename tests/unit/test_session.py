@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
-from npuprof_launch.common import options
+from npuprof_launch.common import names, options, record, stepmark
 from npuprof_launch.inprocess import process
 from npuprof_launch.inprocess.session import Session
 
@@ -335,3 +335,32 @@ def test_a_requested_window_the_job_ended_before_is_told_and_not_planned(tmp_pat
     assert outcomes.sentence(outcome) == (
         "the window on steps 162-163 that --on-slowdown asked for was not reached: the job ended at step 120"
     )
+
+
+def test_every_step_stores_its_count_where_the_launcher_reads_it_between_checkpoints(tmp_path):
+    made, _ = session(tmp_path, **{"skip-first": 100})
+    assert isinstance(made.marked, list) and stepmark.read(made._status_path) is None, "no file before a checkpoint"
+    steps(made, 3)  # checkpoints at steps 1 and 2, none at 3
+    (written,) = record.read_all(names.status_dir(str(tmp_path)))
+    assert stepmark.read(made._status_path) == 3
+    assert (written["steps"], written["marked"]) == (3, True), "the record says 2; the mark, 3"
+    made.retract()
+    assert stepmark.read(made._status_path) == 2
+    made.after_fork()  # a forked child's steps are its own: the parent's mark stays as it was
+    steps(made, 5)
+    assert stepmark.read(made._status_path) == 2 and made.marked[0] == 7
+
+
+def test_an_ended_process_is_read_at_its_records_count_not_its_mark(tmp_path):
+    made, _ = session(tmp_path, **{"skip-first": 100})
+    steps(made, 3)
+    made.end(record.ENDED_EXIT)
+    (ended,) = record.read_all(names.status_dir(str(tmp_path)))
+    assert ended["steps"] == 3 and "marked" not in ended
+
+
+def test_a_mark_too_short_to_hold_a_count_reads_as_none(tmp_path):
+    status = str(tmp_path / "x.json")
+    with open(stepmark.path_of(status), "wb") as file:
+        file.write(b"\x01\x02")
+    assert stepmark.read(status) is None

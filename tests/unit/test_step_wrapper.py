@@ -48,19 +48,19 @@ def stepping(clock):
 
 def test_lean_steps_are_counted_and_timed_after_the_step_returns():
     optimizer = Optimizer()
-    session = types.SimpleNamespace(steps=0, call_at=4, times=[])
+    session = types.SimpleNamespace(steps=0, marked=[0], call_at=4, times=[])
     clock, calls = clock_with(session, sole=id(optimizer), lean=True)
     step, returned = stepping(clock)
     assert [step(optimizer, 1, lr=2) for _ in range(3)] == ["out"] * 3
     assert returned == [(optimizer, (1,), {"lr": 2})] * 3
-    assert session.steps == 3 and len(session.times) == 3 and calls == []
+    assert session.steps == session.marked[0] == 3 and len(session.times) == 3 and calls == []
     step(optimizer)  # the count reaches call_at: the session is told, outside the range
     assert session.steps == 3 and calls == [("slow", optimizer, False)]
 
 
 def test_another_optimizer_while_lean_goes_to_the_slow_path():
     sole, other = Optimizer(), Optimizer()
-    session = types.SimpleNamespace(steps=0, call_at=100, times=[])
+    session = types.SimpleNamespace(steps=0, marked=[0], call_at=100, times=[])
     clock, calls = clock_with(session, sole=id(sole), lean=True)
     step, _ = stepping(clock)
     step(other)
@@ -69,7 +69,7 @@ def test_another_optimizer_while_lean_goes_to_the_slow_path():
 
 def test_outside_lean_mode_only_what_waits_for_the_return_runs():
     optimizer = Optimizer()
-    session = types.SimpleNamespace(steps=0, call_at=100, times=[])
+    session = types.SimpleNamespace(steps=0, marked=[0], call_at=100, times=[])
     clock, calls = clock_with(session)
     step, _ = stepping(clock)
     step(optimizer)
@@ -84,7 +84,7 @@ def test_outside_lean_mode_only_what_waits_for_the_return_runs():
 
 def test_exact_steps_go_to_the_slow_path_after_the_range_and_a_step_inside_a_step_does_not():
     outer, inner = Optimizer(), Optimizer()
-    session = types.SimpleNamespace(steps=0, call_at=100, times=[])
+    session = types.SimpleNamespace(steps=0, marked=[0], call_at=100, times=[])
     clock, calls = clock_with(session, exact=True)
     depths = []
 
@@ -102,7 +102,7 @@ def test_exact_steps_go_to_the_slow_path_after_the_range_and_a_step_inside_a_ste
 
 def test_a_step_that_raises_leaves_the_depth_as_it_found_it():
     optimizer = Optimizer()
-    clock, calls = clock_with(types.SimpleNamespace(steps=0, call_at=100, times=[]), exact=True)
+    clock, calls = clock_with(types.SimpleNamespace(steps=0, marked=[0], call_at=100, times=[]), exact=True)
 
     def hooked(optimizer, *args, **kwargs):
         raise ValueError("the job's own error")
