@@ -78,12 +78,16 @@ class HookSwitch:
 
 
 def _clock_wrapper(function) -> bool:
-    """Whether ``function`` is the clock's wrapper of an optimizer class's step (its code is in stepwrapper.py)."""
+    """Whether ``function`` is the clock's wrapper of an optimizer class's step: its code is in
+    stepwrapper.py, or dressed as torch's wrapper (stepframe.py: in torch's file, not torch's code)."""
     code = getattr(function, "__code__", None)
-    if code is None or not hasattr(function, "_npuprof_torch_step"):
+    torch_step = getattr(function, "_npuprof_torch_step", None)
+    if code is None or torch_step is None:
         return False
     folder, name = os.path.split(code.co_filename)
-    return name == "stepwrapper.py" and os.path.basename(folder) == "inprocess"
+    if name == "stepwrapper.py" and os.path.basename(folder) == "inprocess":
+        return True
+    return code.co_filename == torch_step.__code__.co_filename and code is not torch_step.__code__
 
 
 class StepTimesSwitch:

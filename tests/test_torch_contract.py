@@ -916,6 +916,36 @@ def test_the_step_wrapper_clocks_mirrors_is_torchs_in_every_release(releases):
         assert wrapper.co_names == stepwrapper.TORCH_STEP_NAMES, f"torch {version}: its step wrapper changed"
 
 
+def test_the_clocks_step_wrapper_is_placed_on_torchs_lines_in_every_release(releases):
+    """stepframe.py gives the clock's wrapper torch's file and lines, so that a traceback or a warning
+    through an optimizer's step reads as bare: in every release, each line of the placed wrapper is
+    a line of torch's wrapper, and the call of the step is on torch's line of that call."""
+    from npuprof_launch.inprocess import stepframe, stepwrapper
+
+    for version, release in releases.items():
+        path = os.path.join(release.folder, "torch/optim/optimizer.py")
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+        torch_wrapper = _code_named(_code_named(compile(text, path, "exec"), "profile_hook_step"), "wrapper")
+        (factory,) = [
+            node
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.FunctionDef) and node.name == "profile_hook_step"
+        ]
+        first = min([factory.lineno, *(d.lineno for d in factory.decorator_list)])
+        lines = text.splitlines(keepends=True)[first - 1 : factory.end_lineno]
+        qualname = getattr(torch_wrapper, "co_qualname", None)
+        placed = stepframe.dress(stepwrapper._like_torch, (lines, first), path, qualname)
+        assert placed is not None, f"torch {version}: the wrapper could not be placed on torch's lines"
+        wrapper = _code_named(placed.__code__, "wrapper")
+        assert (wrapper.co_filename, getattr(wrapper, "co_qualname", None)) == (path, qualname)
+        ours = {line for *_, line in wrapper.co_lines() if line is not None}
+        torch_lines = {line for *_, line in torch_wrapper.co_lines() if line is not None}
+        assert ours <= torch_lines | {torch_wrapper.co_firstlineno, torch_wrapper.co_firstlineno + 1}, version
+        call = next(i for i, line in enumerate(lines, first) if "out = func(*args, **kwargs)" in line)
+        assert call in ours and call in torch_lines, f"torch {version}: the step's call is not on torch's line"
+
+
 def test_the_installed_torch_gets_the_copy_and_trains_the_same(tmp_path):
     """With the hook on, an optimizer class's step is the clock's copy of torch's wrapper, its range
     and hooks where torch has them, and the weights come out bit for bit as without it."""
@@ -937,7 +967,8 @@ def test_the_installed_torch_gets_the_copy_and_trains_the_same(tmp_path):
                     opt.step()
             names = [e.name for e in prof.events() if e.name.startswith("Optimizer.step#")]
             code = type(opt).step.__code__
-            ours = code.co_filename.endswith("stepwrapper.py")
+            ours = hasattr(type(opt).step, "_npuprof_torch_step")  # the clock's, in torch's file (stepframe.py)
+            assert code.co_filename.endswith("optimizer.py") and code.co_name == "wrapper"
             print(ours, names.count("Optimizer.step#Adam.step"), seen.count("post"))
             print([round(float(v), 6) for v in model.weight.flatten()])
             """

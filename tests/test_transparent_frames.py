@@ -2,8 +2,9 @@
 inside ``Optimizer.load_state_dict`` reads as it does bare (the load is noted by torch's own load
 hook, registered as torch sets each optimizer up), and the loaded state's step count still
 numbers the resumed steps; a declared step function and a GradScaler's step (torch's, and a job's
-own subclass) are counted inside their own code (inplace.py), so that a warning they raise to
-their caller, a traceback through them and the stack they print read as bare, and a warning
+own subclass) are counted inside their own code (inplace.py), and the wrapper of an optimizer's
+step that takes the place of torch's is dressed as torch's (stepframe.py), so that a warning they
+raise to their caller, a traceback through them and the stack they print read as bare, and a warning
 shown once per location is shown once (the tool's windows no longer reset the warnings' marks)."""
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def test_counted_calls_warn_fail_and_look_at_their_stack_as_bare(tmp_path, clock
         compare=("stdout", ("stderr", without_launcher_lines)),
     )
     seen = runs.bare.stdout + runs.bare.stderr
-    assert seen.count("warning at") == 2 and "step 3 fails" in seen and "in step" in runs.bare.stderr, seen
+    assert seen.count("warning at") == 3 and "step 3 fails" in seen and "in step" in runs.bare.stderr, seen
+    assert "the optimizer fails" in seen and "optim/optimizer.py" in seen, "through torch's wrapper of the step"
     assert "npuprof_launch" not in runs.profiled.stdout + runs.profiled.stderr
     (record,) = status_records(out)
     # six calls of each: train_step's, and the scaler steps' (five of the job's scaler, one of

@@ -322,21 +322,26 @@ _COMPARED = (
 )  # fmt: skip
 
 
-def _same_code(one, other) -> bool:
+#: What ``_same_code`` leaves out with ``where=False``: where the code's lines are, not what they do.
+_WHERE = ("co_firstlineno", "co_filename", "co_qualname")
+
+
+def _same_code(one, other, where: bool = True) -> bool:
     """Whether two code objects are the same code: every field above, and their constants (nested
-    code compared the same way)."""
-    if any(getattr(one, field, None) != getattr(other, field, None) for field in _COMPARED):
+    code compared the same way); ``where=False``, wherever their lines are (stepframe.py)."""
+    compared = _COMPARED if where else [field for field in _COMPARED if field not in _WHERE]
+    if any(getattr(one, field, None) != getattr(other, field, None) for field in compared):
         return False
     # The line table: co_linetable from 3.10; 3.9 has only co_lnotab (deprecated from 3.12, read
     # where there is no other: a warnings.catch_warnings here would reset the job's once-only warnings).
     table = "co_linetable" if hasattr(one, "co_linetable") else "co_lnotab"
-    if getattr(one, table) != getattr(other, table):
+    if where and getattr(one, table) != getattr(other, table):
         return False
     if len(one.co_consts) != len(other.co_consts):
         return False
     for a, b in zip(one.co_consts, other.co_consts):
         if hasattr(a, "co_code") or hasattr(b, "co_code"):
-            if not (hasattr(a, "co_code") and hasattr(b, "co_code") and _same_code(a, b)):
+            if not (hasattr(a, "co_code") and hasattr(b, "co_code") and _same_code(a, b, where)):
                 return False
         elif type(a) is not type(b) or a != b:
             return False

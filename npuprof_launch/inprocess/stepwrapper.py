@@ -24,6 +24,8 @@ from __future__ import annotations
 import importlib
 import time
 
+from npuprof_launch.inprocess import stepframe
+
 #: The names torch's own ``profile_hook_step`` wrapper uses, in every release from 2.1 to 2.15
 #: (tests/test_torch_contract.py reads its source in each): the wrapper ``_like_torch`` mirrors.
 TORCH_STEP_NAMES = (
@@ -67,7 +69,7 @@ def watch_step_returns(clock) -> bool:
     def profile_hook_step(func):
         hooked = inner(func)
         if getattr(getattr(hooked, "__code__", None), "co_names", None) == TORCH_STEP_NAMES:
-            step = _like_torch(clock, optimizer_module, func, hooked)
+            step = stepframe.dressed(_like_torch, inner, hooked)(clock, optimizer_module, func, hooked)
         else:
             step = _around(clock, hooked)
         step._npuprof_torch_step = hooked  # what torch itself would have put there (the benchmark's detached arm)
@@ -95,7 +97,7 @@ def _like_torch(clock, optimizer_module, func, hooked):
     local = clock._local
 
     @functools.wraps(func)
-    def step(*args, **kwargs):
+    def wrapper(*args, **kwargs):
         self, *_ = args
         dynamo = clock._dynamo
         if dynamo is not None and dynamo.is_compiling():  # traced into a graph: torch's wrapper, as bare
@@ -152,7 +154,7 @@ def _like_torch(clock, optimizer_module, func, hooked):
             clock._slow_after(self)
         return out
 
-    return step
+    return wrapper
 
 
 def _compiled(clock, hooked, optimizer, args, kwargs):

@@ -1,6 +1,7 @@
 """The calls the tool counts, as the job sees them: a declared step function (``--target
-__main__:train_step``) and a GradScaler's step (the job's own subclass and torch's), each warning
-to its caller (``stacklevel=2``), failing once, and looking at its own stack. The job prints the
+__main__:train_step``), a GradScaler's step (the job's own subclass and torch's) and an
+optimizer's step (a subclass's, under torch's wrapper, whose place the clock's takes), each
+warning to its caller (``stacklevel=2``), failing once, and looking at its own stack. The job prints the
 warnings' locations (the default filter: once per location), the tracebacks and the stack it
 sees; bare and profiled, stdout and stderr must be the same, line for line."""
 
@@ -12,6 +13,18 @@ import torch
 
 def show(message, category, filename, lineno, file=None, line=None):
     print(f"warning at {filename}:{lineno}: {category.__name__}: {message}", flush=True)
+
+
+class SGD(torch.optim.SGD):
+    fail = False
+
+    def step(self, closure=None):
+        """A job's own optimizer step: warns to its caller (torch's wrapper), looks at its stack, fails when told."""
+        warnings.warn("the optimizer steps", UserWarning, stacklevel=2)
+        print("optimizer's caller:", traceback.format_stack(limit=2)[0].strip().splitlines()[0], flush=True)
+        if self.fail:
+            raise ValueError("the optimizer fails")
+        return super().step(closure)
 
 
 class Scaler(torch.amp.GradScaler):
@@ -41,13 +54,19 @@ def main() -> None:
     warnings.showwarning = show
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 4)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = SGD(model.parameters(), lr=0.1)
     scaler = Scaler("cpu")
     for i in range(6):
         try:
             train_step(model, optimizer, scaler, i)
         except ValueError:
             traceback.print_exc()
+    optimizer.fail = True
+    try:  # a failed optimizer step: the traceback goes through torch's wrapper of it
+        optimizer.step()
+    except ValueError:
+        traceback.print_exc()
+    optimizer.fail = False
     try:  # torch's own GradScaler.step refuses a closure: the traceback goes through it
         torch.amp.GradScaler("cpu").step(optimizer, closure=lambda: 0.0)
     except RuntimeError:
