@@ -45,3 +45,22 @@ def test_counted_calls_warn_fail_and_look_at_their_stack_as_bare(tmp_path, clock
     # six calls of each: train_step's, and the scaler steps' (five of the job's scaler, one of
     # torch's that raised); each counts, a failed one too
     assert (record["steps"], record["clock"]) == (6, "target __main__:train_step" if clock else "optimizer.step")
+
+
+def _without_kineto_lines(stderr: str) -> list[str]:
+    """The job's stderr without npuprof's lines and kineto's own log lines (timestamped, C++)."""
+    return [line for line in without_launcher_lines(stderr) if not line.startswith(("USDT:", "[W", "[I"))]
+
+
+def test_the_jobs_own_profiler_starts_fails_and_warns_as_bare(tmp_path):
+    """The watch on the job's own profiler (coexist.py) runs inside torch's ``_prepare_trace``,
+    ``_start_trace`` and ``__exit__``: a traceback through them, and a warning to their caller,
+    read as bare."""
+    runs = profiled_against_bare(
+        [script("profiler_frames.py")],
+        out=str(tmp_path / "out"),
+        compare=("stdout", ("stderr", _without_kineto_lines)),
+    )
+    seen = runs.bare.stdout + runs.bare.stderr
+    assert "in _start_trace" in seen and "in __exit__" in seen and "start's caller" in seen, seen
+    assert "npuprof_launch" not in runs.profiled.stdout + runs.profiled.stderr
