@@ -13,26 +13,19 @@ import pytest
 torch = pytest.importorskip("torch")
 optimizer_module = pytest.importorskip("torch.optim.optimizer")
 
+from test_step_wrapper import clock_with  # noqa: E402 - after the skip
+
 from npuprof_launch.inprocess import stepframe, stepwrapper  # noqa: E402 - after the skip
 
 FACTORY = vars(optimizer_module.Optimizer)["profile_hook_step"].__func__
 
 
 def clock(optimizer_id: int | None = None):
+    """test_step_wrapper's clock (lean for ``optimizer_id``'s optimizer), with torch for the range."""
     session = types.SimpleNamespace(steps=0, marked=[0], call_at=100, times=[])
-    return types.SimpleNamespace(
-        _torch=torch,
-        _sole=optimizer_id,
-        _lean=optimizer_id is not None,
-        _exact=False,
-        _exact_only=False,
-        _broken=False,
-        _dynamo=None,
-        _local=types.SimpleNamespace(depth=0),
-        _lean_next=None,
-        _session=session,
-        _points=types.SimpleNamespace(action=None),
-    )
+    made, _ = clock_with(session, sole=optimizer_id, lean=optimizer_id is not None)
+    made._torch = torch
+    return made
 
 
 def frames_after_the_caller(call) -> list[tuple]:
