@@ -48,7 +48,10 @@ def mapped(status_file: str, steps: int) -> Slot:
     where the file system cannot map a file): the caller keeps its unmapped slot then."""
     fd = os.open(path_of(status_file), os.O_RDWR | os.O_CREAT, 0o664)
     try:
-        os.ftruncate(fd, _SIZE)
+        # Written, not truncated to size: the file's block is allocated now, so a store into the
+        # page never needs one (a sparse page of a full tmpfs would kill the job with SIGBUS).
+        if os.pwrite(fd, struct.pack(_FORMAT, steps), 0) != _SIZE:
+            raise OSError("the step mark could not be written")
         # Before 3.13 the mmap object keeps a duplicate of fd (not inherited by children), as the
         # hang watch keeps its stacks file open; 3.13 can map without it.
         extra = {"trackfd": False} if sys.version_info >= (3, 13) else {}
