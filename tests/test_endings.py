@@ -114,7 +114,8 @@ def test_a_process_that_re_executes_itself_after_opening_a_window_accounts_for_b
 
 
 def test_a_killed_process_is_told_as_such_with_its_last_known_step(out):
-    """SIGKILL runs no handler: the record holds the last count written (steps 1, 2, 4, 8, ...)."""
+    """SIGKILL runs no handler: the record holds the last count written (steps 1, 2, 4, 8, ...), and
+    the process's step mark the count it reached (common/stepmark.py), which the answer tells."""
     code = (
         "import os, signal, torch\n"
         "m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
@@ -127,7 +128,7 @@ def test_a_killed_process_is_told_as_such_with_its_last_known_step(out):
     (record,) = status_records(out)
     assert record["ended"] is None and record["steps"] == 8
     code, report = check_json(out)
-    assert "ended without exit handlers; last known step 8" in report["processes"][0]["ended_note"]
+    assert "ended without exit handlers; last known step 9" in report["processes"][0]["ended_note"]
     assert "killed by signal SIGKILL" in result.stderr or "ended without its exit handlers" in result.stderr
 
 
