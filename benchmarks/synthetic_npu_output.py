@@ -2,7 +2,8 @@
 
 Each rank gets what a finished ``--backend npu`` process leaves behind: its status record (the
 same fields as the torch output's, synthetic_output.py, with backend npu and the window's
-aftercare result, which keeps no summary for a session), and one torch_npu session directory,
+aftercare result, which keeps no summary for a session but its reading of the session's largest
+files, made by the aftercare's own call, keptreading.read), and one torch_npu session directory,
 ``{worker}_{pid}_{time}_ascend_pt/``, stopped (``profiler_info_{rank}.json``) and parsed, its
 ``ASCEND_PROFILER_OUTPUT/`` as torch_npu's parse writes it at the default level (Level0): the text
 export's trace_view.json, kernel_details.csv, step_trace_time.csv, communication.json and
@@ -30,7 +31,7 @@ import sys
 
 import synthetic_output
 
-from npuprof_launch.common import deliverables, files, names, options, record, tracecollectives
+from npuprof_launch.common import deliverables, files, keptreading, names, options, record, tracecollectives
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: A recorded step's span, where its all-reduces begin, and the time from one all-reduce to the next.
@@ -160,8 +161,10 @@ def write_output(directory: str, ranks: int, *, export: tuple[str, ...] = ("text
         size = write_session(os.path.join(directory, trace), rank, ranks, config, export, steps, shared)
         total += size
         status = names.status_path(directory, worker, started)
+        session = os.path.join(directory, trace)
+        readings = {trace: keptreading.read(session)}  # as the window's aftercare keeps it (aftercare.py)
         window = synthetic_output.window_done(
-            directory, status, trace, (first, last), pid, started, None, {trace: size}, {}
+            directory, status, trace, (first, last), pid, started, None, {trace: size}, {}, readings
         )
         fields = synthetic_output.process_fields(
             config, rank=rank, pid=pid, worker=worker, started=started, traces=[trace], backend="npu"

@@ -27,6 +27,7 @@ import random
 from npuprof_launch.common import (
     deliverables,
     files,
+    keptreading,
     names,
     options,
     record,
@@ -235,9 +236,11 @@ def window_done(
     summary: dict | None,
     size: dict[str, int],
     plain: dict[str, int],
+    readings: dict | None = None,
 ) -> dict:
     """A complete window of ``steps`` holding ``trace``: its aftercare result written beside the
-    status record (done, with ``summary`` and the bytes), and the record's entry for it."""
+    status record (done, with ``summary``, the bytes and an NPU session's ``readings``), and the
+    record's entry for it."""
     result = windowresults.result_path(status, 1)
     files.write_json(
         result,
@@ -253,6 +256,7 @@ def window_done(
             "summary": summary,
             "bytes": size,
             "plain_bytes": plain,
+            keptreading.RESULT_KEY: readings or {},
         },
     )
     first, last = steps

@@ -22,7 +22,7 @@ from jobs import PYTHON, assert_ok, clean_env, npuprof, script
 from npu_standin import calls, standin_env
 from outputs import status_records
 
-from npuprof_launch.common import deliverables, names
+from npuprof_launch.common import deliverables, hcclcollectives, keptreading, names
 from npuprof_launch.inprocess import session as inprocess_session
 
 DDP = script("ddp_train.py")
@@ -95,6 +95,11 @@ def test_four_ranks_every_window_exported_moved_home_and_reported(four_ranks):
     assert sessions(stage) == [], "nothing left in the stage directory"
     for care in aftercare_results(out):
         assert care["status"] == "done" and care["left"] == [] and care["errors"] == [], care
+        (rel,) = care["traces"]
+        session = os.path.join(out, rel)
+        kept = keptreading.unchanged(session, care[keptreading.RESULT_KEY][os.path.basename(rel)])
+        assert kept is not None, "read where the session ended up: --check takes it"
+        assert kept.collectives == hcclcollectives.of_session(session) and kept.collectives
     assert len(calls(record, "trace_handler")) == RANKS * 2
 
     code, report = check_json(out)

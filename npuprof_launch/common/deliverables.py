@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import gc
 import json
 import os
@@ -292,7 +293,7 @@ def _records_npu(info: dict | None) -> bool:
     return any(str(activity).endswith("NPU") for activity in activities)
 
 
-def check_ascend_dir(path: str, export_types, parse_asked: bool = True) -> list[str]:
+def check_ascend_dir(path: str, export_types, parse_asked: bool = True, sound: Sound | None = None) -> list[str]:
     """Problems of one ``*_ascend_pt`` directory, in the order the field checks them.
 
     ``profiler_info*.json`` is written when the profiler stops, so without it the collection never
@@ -300,7 +301,8 @@ def check_ascend_dir(path: str, export_types, parse_asked: bool = True) -> list[
     there but unparsed: a problem when a parse was asked for (a job killed first, a parse that
     failed), and ``npuprof-run --analyse`` fixes it; what was asked for when it was not
     (``parse_asked`` False: --no-analyse, raw data kept to parse later; see ``unparsed``).
-    Then each exported deliverable must exist and hold data.
+    Then each exported deliverable must exist and hold data; those ``sound`` vouches for (read whole
+    once, unchanged since: keptreading.py) are not read again.
     """
     if not os.path.isdir(path):
         return [f"{path}: missing"]
@@ -317,11 +319,45 @@ def check_ascend_dir(path: str, export_types, parse_asked: bool = True) -> list[
             f"{os.path.dirname(os.path.abspath(path))}"
         ]
     problems = []
+    sound = sound or Sound()
     if "text" in export_types:
-        problems.extend(_check_text(output, _expected_csvs(info)))
+        problems.extend(_check_text(output, _expected_csvs(info), sound))
     if "db" in export_types:
-        problems.extend(_check_db(output, _records_npu(info)))
+        problems.extend(_check_db(output, _records_npu(info), sound))
     return problems
+
+
+@dataclasses.dataclass(frozen=True)
+class Sound:
+    """What a session's deliverables were found to be when last read whole, for ``check_ascend_dir``
+    to take instead of reading them again: ``passed``, the text export's files that passed their
+    check (trace_view.json decoded and held events; a CSV had its columns and rows); ``db_tables``,
+    each db that passed ``PRAGMA quick_check``, by name, with its tables that hold a row. Only a
+    file that passed is vouched for: one that did not is read again, and its problem told in the
+    words and with the path of that reading."""
+
+    passed: frozenset[str] = frozenset()
+    db_tables: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+
+def sound_files(output: str) -> Sound:
+    """Read a session output's deliverables whole, as ``check_ascend_dir`` does: what a window's
+    aftercare keeps of them (keptreading.py), so that ``--check`` of a thousand ranks need not
+    decode every timeline and every db again."""
+    passed = set()
+    if not _trace_view_problems(os.path.join(output, TRACE_VIEW)):
+        passed.add(TRACE_VIEW)
+    passed.update(name for name, columns in CSV_COLUMNS.items() if not _check_csv(os.path.join(output, name), columns))
+    tables = {}
+    try:
+        found = db_names(output)
+    except OSError:
+        found = []
+    for name in found:
+        filled = _db_tables(os.path.join(output, name))
+        if isinstance(filled, set):
+            tables[name] = sorted(filled)
+    return Sound(frozenset(passed), tables)
 
 
 def recorded_level(info: dict | None) -> str:
@@ -339,19 +375,24 @@ def _expected_csvs(info: dict | None) -> list[str]:
     return [name for name, levels in CSV_LEVELS.items() if level in levels]
 
 
-def _check_text(output: str, csvs: list[str]) -> list[str]:
-    problems = []
-    trace = os.path.join(output, TRACE_VIEW)
+def _check_text(output: str, csvs: list[str], sound: Sound) -> list[str]:
+    problems = [] if TRACE_VIEW in sound.passed else _trace_view_problems(os.path.join(output, TRACE_VIEW))
+    for name in csvs:
+        if name not in sound.passed:
+            problems.extend(_check_csv(os.path.join(output, name), CSV_COLUMNS[name]))
+    return problems
+
+
+def _trace_view_problems(trace: str) -> list[str]:
+    """trace_view.json decoded whole: a file cut short or damaged anywhere is not readable JSON."""
     try:
         if not load_trace_events(trace):
-            problems.append(f"{trace}: holds no events")
+            return [f"{trace}: holds no events"]
     except FileNotFoundError:
-        problems.append(f"{trace}: missing (text export)")
+        return [f"{trace}: missing (text export)"]
     except (OSError, ValueError) as exc:
-        problems.append(f"{trace}: not readable JSON ({exc})")
-    for name in csvs:
-        problems.extend(_check_csv(os.path.join(output, name), CSV_COLUMNS[name]))
-    return problems
+        return [f"{trace}: not readable JSON ({exc})"]
+    return []
 
 
 def read_csv(path: str) -> tuple[list[str], list[dict[str, str]]]:
@@ -388,32 +429,42 @@ def read_only(path: str) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 
 
-def _check_db(output: str, traced_npu: bool) -> list[str]:
+def _check_db(output: str, traced_npu: bool, sound: Sound) -> list[str]:
     found = db_names(output)
     if not found:
         return [f"{output}: no {DB_PREFIX}*.db (db export)"]
     problems = []
     for name in found:
-        problems.extend(_check_db_file(os.path.join(output, name), traced_npu))
+        path = os.path.join(output, name)
+        kept = sound.db_tables.get(name)
+        filled = set(kept) if kept is not None else _db_tables(path)
+        problems.extend(_db_problems(path, filled, traced_npu))
     return problems
 
 
-def _check_db_file(path: str, traced_npu: bool) -> list[str]:
-    """``PRAGMA quick_check`` and the main tables, read-only (the file is never modified)."""
+def _db_tables(path: str) -> set[str] | str:
+    """A db's tables that hold a row, after ``PRAGMA quick_check``, read-only (the file is never
+    modified); the problem where it does not open, fails the check or cannot be read."""
     try:
         connection = read_only(path)
     except sqlite3.Error as exc:
-        return [f"{path}: does not open as SQLite ({exc})"]
+        return f"{path}: does not open as SQLite ({exc})"
     try:
         verdict = [row[0] for row in connection.execute("PRAGMA quick_check")]
         if verdict != ["ok"]:
-            return [f"{path}: PRAGMA quick_check failed: {'; '.join(map(str, verdict[:3]))}"]
+            return f"{path}: PRAGMA quick_check failed: {'; '.join(map(str, verdict[:3]))}"
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        filled = {table for table in tables if connection.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone()}
+        return {table for table in tables if connection.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone()}
     except sqlite3.Error as exc:
-        return [f"{path}: not a readable SQLite database ({exc})"]
+        return f"{path}: not a readable SQLite database ({exc})"
     finally:
         connection.close()
+
+
+def _db_problems(path: str, filled: set[str] | str, traced_npu: bool) -> list[str]:
+    """What a db lacks: its tables that hold a row (_db_tables), or why they could not be read."""
+    if isinstance(filled, str):
+        return [filled]
     problems = []
     if traced_npu and DB_DEVICE_TABLE not in filled:
         problems.append(f"{path}: table {DB_DEVICE_TABLE} is missing or empty")

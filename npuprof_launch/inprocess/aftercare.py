@@ -8,7 +8,8 @@ detached, at the lowest CPU priority, without the hook, and goes on with the job
    marker, or the deliverables, in older releases); one kept raw (--no-analyse) is not: no parse comes;
 2. the trace is summarized where it ran (deliverables.py: steps, top operators, time in
    collectives and each collective's wait, size), so that the report of a thousand ranks reads
-   small files, not terabytes;
+   small files, not terabytes; an NPU session is read once where it ends up, after the move home
+   (keptreading.py: its deliverables checked whole, its HCCL operations, steps and operators);
 3. a torch trace is compressed (``--gzip``): ``.pt.trace.json.gz``, about a tenth of the size,
    which Perfetto and Holistic Trace Analysis open as they are;
 4. with ``--stage-dir``, every file is moved into the output directory, one at a time: copied
@@ -30,7 +31,7 @@ import signal
 import sys
 import time
 
-from npuprof_launch.common import deliverables, files, names, tracecollectives
+from npuprof_launch.common import deliverables, files, keptreading, names, tracecollectives
 
 #: How long to wait for torch_npu's parse to finish (async mode) before moving what is there.
 PARSE_WAIT_S = 600.0
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     outcome: dict = {"status": "running", "started_ns": time.time_ns(), "pid": os.getpid(), "traces": [], "left": []}
     outcome.update(errors=[], logged=[], summary=None, bytes={}, plain_bytes={})
+    outcome[keptreading.RESULT_KEY] = {}
     _write(args.result, outcome)
     try:
         for trace in args.traces:
@@ -121,6 +123,17 @@ def _care(path: str, args, outcome: dict) -> None:
     if trace is not None:
         outcome["traces"].append(os.path.relpath(trace, args.home))
         outcome["bytes"][os.path.relpath(trace, args.home)] = _size(trace)
+        if args.kind == "npu" and not _stop:  # where it stays: a copy home would change what a reading holds
+            outcome[keptreading.RESULT_KEY][os.path.basename(trace)] = _reading(trace)
+
+
+def _reading(session: str) -> dict | None:
+    """What ``--check`` would read of an NPU session, read once here (keptreading.py). One that
+    fails is no problem of the window: ``--check`` then reads the files itself."""
+    try:
+        return keptreading.read(session)
+    except Exception:  # noqa: BLE001 - nothing kept; the report reads the session as it is
+        return None
 
 
 def _merge(previous: dict | None, summary) -> dict:

@@ -72,6 +72,7 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     together = runs.joined(listing, reported)  # a job on several nodes: one launcher, one run id a node
     records = [r for r in every_record if reported is None or "unreadable" in r or (r.get("run_id") or "") in together]
     weight = windowfiles.trace_bytes(output_dir, records)
+    reread = deep is True  # --deep: NPU sessions too, not what their aftercare kept (keptreading.py)
     if deep is None:
         deep = weight <= DEEP_BYTES
     if reported is None:
@@ -91,14 +92,14 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
             replaced.append(record)
             record = _moved_on(record, records, findings)
             if record.get("windows") or record.get("traces"):  # the old image's window: a row of its own
-                processes.append(_process(record, output_dir, run, problems, findings, deep))
+                processes.append(_process(record, output_dir, run, problems, findings, deep, reread))
         elif record.get("declined"):
             declined.append(record)
             problems.append(_about(record, "not_profiled", f"not profiled: {record['declined']}"))
         elif record.get("state") == "off" and not record.get("windows_planned"):
             excluded.append(record)
         else:
-            processes.append(_process(record, output_dir, run, problems, findings, deep))
+            processes.append(_process(record, output_dir, run, problems, findings, deep, reread))
     reading.set(len(records))
     reading.finish()
     findings.extend(_rpc_agents(records))
@@ -312,7 +313,9 @@ def _steps_text(pairs) -> str:
     return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in pairs)
 
 
-def _process(record: ReadRecord, output_dir: str, run: dict | None, problems: list, findings: list, deep: bool) -> dict:
+def _process(
+    record: ReadRecord, output_dir: str, run: dict | None, problems: list, findings: list, deep: bool, reread: bool
+) -> dict:
     """One report row, its deliverables checked; its problems added, each with its true reason."""
     process: dict[str, Any] = {
         key: record.get(key)
@@ -351,7 +354,7 @@ def _process(record: ReadRecord, output_dir: str, run: dict | None, problems: li
     said = {text: names.PROFILER_ERROR + text for text in printed or ()}  # each printed error's sentence
     process["errors"] += said.values()
     self_times: dict[str, float] = {}
-    trace_problems, collective_us, window_us = windowcheck.check(record, output_dir, process, self_times, deep)
+    trace_problems, collective_us, window_us = windowcheck.check(record, output_dir, process, self_times, deep, reread)
     process["top_operators"] = [
         {"name": name, "self_us": round(us, 1)}
         for name, us in sorted(self_times.items(), key=lambda kv: -kv[1])[:TOP_OPERATORS]

@@ -1,23 +1,28 @@
 """Each window of a process checked and read: its deliverables where they are now, its steps, its
 time in collectives and each collective, its operators' time, from the aftercare's summary where one
 was written (small files, whatever the trace's size), else from the trace itself; for an NPU
-session, from what torch_npu's parse wrote (hcclcollectives.py). The report (report.py) makes a
-row of each process with it.
+session, from what torch_npu's parse wrote (hcclcollectives.py), as the aftercare read it where its
+files are unchanged since (keptreading.py). The report (report.py) makes a row of each process
+with it.
 """
 
 from __future__ import annotations
 
-from npuprof_launch.common import deliverables, hcclcollectives, names, tracecollectives
+import os
+
+from npuprof_launch.common import deliverables, keptreading, names, tracecollectives
 from npuprof_launch.common.record import ReadRecord
 from npuprof_launch.launcher import lockstep, windowfiles
 
 
 def check(
-    record: ReadRecord, output_dir: str, process: dict, self_times: dict, deep: bool
+    record: ReadRecord, output_dir: str, process: dict, self_times: dict, deep: bool, reread: bool = False
 ) -> tuple[list[tuple[str, str]], float, float]:
     """Each window's deliverables, from its aftercare's summary where one was written (small files,
     whatever the trace's size), else from the trace itself; and where each file is. Its problems
-    are ``(kind, reason)``: the process's label goes first when they are told."""
+    are ``(kind, reason)``: the process's label goes first when they are told. ``deep``: torch
+    traces read again, not their summaries; ``reread``: NPU sessions too, not what their aftercare
+    kept of them (which holds, at any size, while their files are unchanged: keptreading.py)."""
     problems: list[tuple[str, str]] = []
     trace = "trace_problem"
     collective_us = window_us = 0.0
@@ -47,19 +52,21 @@ def check(
             if not care:
                 size += windowfiles.tree_bytes(path)
             if backend == "npu":
-                found = deliverables.check_ascend_dir(path, export_type, parse_asked)
+                kept = None if reread else ((care or {}).get(keptreading.RESULT_KEY) or {}).get(os.path.basename(path))
+                reading = keptreading.of_session(path, kept)
+                found = deliverables.check_ascend_dir(path, export_type, parse_asked, reading.sound)
                 problems.extend((trace, problem) for problem in found)
                 if not parse_asked and deliverables.unparsed(path):
                     process["raw_sessions"] = process.get("raw_sessions", 0) + 1
                 plain += windowfiles.viewed_bytes(path)
-                for name, us in deliverables.npu_operator_totals(path).items():
+                for name, us in reading.operator_totals.items():
                     self_times[name] = self_times.get(name, 0.0) + us
-                timed = hcclcollectives.step_times(path)  # the NPU's own account of its steps
+                timed = reading.step_times  # the NPU's own account of its steps
                 if timed is not None:
                     process["profiler_steps"] += timed[0]
                     window_us += timed[1]
                     collective_us += timed[2]
-                each = hcclcollectives.of_session(path)  # HCCL's operations, as gloo's and NCCL's feed the judge
+                each = reading.collectives  # HCCL's operations, as gloo's and NCCL's feed the judge
                 if each is not None:
                     process.setdefault(lockstep.COLLECTIVES, []).extend(each)
                     read = process.setdefault("collectives_read", [])
