@@ -6,20 +6,10 @@ one round: a step's DDP buckets are one (the ranks offer each while they compute
 at the first is late at every one after it), tensor parallelism's all-reduces, which block one after
 another, are a round each. A round waited for the rank that arrived last at its last collective,
 once each rank's own wait for a CPU in that step is taken off its lateness (a busy machine holds
-back one of alike ranks for seconds; a rank with more work of its own is late beyond that). Each
-round places its ranks in the order they arrived, 1 the last; a rank whose places sum to less than
-chance allows is the one the others wait for. Counting places in rounds, not summing time, keeps one
-long wait from naming a rank. Each rank's waits are durations on its own clock, so hosts whose
-clocks differ compare alike.
-
-Why every place and not only the last: a rank with a third more work than its three alike others,
-beside CPU hogs on 2 cores, was the last in about half of the rounds and the second last in a
-third of the rest; counting only the last named it in 2 of 5 windows of 30 steps. Alike ranks take
-every place alike (their order in a round is chance), so the places are as sound a count as the
-last one is, and their sum uses what the last alone throws away. One rank always early is the
-exception: beside it alike ranks take the other places, nearer the last than chance, so a rank is
-compared without the one its others place earliest when that one is early beyond chance
-(_earliest_other). docs/benchmarks.md, F11, has the runs and the trials.
+back one of alike ranks for seconds; a rank with more work of its own is late beyond that). A rank
+the rounds waited for more often than chance allows is the one the others wait for. Counting rounds,
+not summing time, keeps one long wait from naming a rank. Each rank's waits are durations on its own
+clock, so hosts whose clocks differ compare alike.
 
 Why rounds, not collectives, and why the wait for a CPU: a healthy 4-rank DDP job beside two CPU
 hogs (2 cores, load 8-10) has one rank last at every bucket of a step, another one the next step,
@@ -46,10 +36,7 @@ from typing import Any, NamedTuple
 #: thousand jobs of alike ranks, after multiplying by the number of ranks tested (Bonferroni: any of
 #: them could have been the one).
 LEVEL = 0.001
-TEST = (
-    "later than chance in the rounds of collectives: its places in each round's arrivals (1 the last) "
-    "summed, against each place 1 to n alike, times the ranks tested"
-)
+TEST = "the last to arrive in more rounds of collectives than chance: binomial against 1 in n, times the ranks tested"
 #: How many rounds a window must hold for its verdict to count when no rank is named: enough that
 #: a rank the rounds waited for in this share of them would be named (fewer, and "no rank stands
 #: out" would only say the window was short). A window of fewer is "too few", with the window that
@@ -58,14 +45,10 @@ DESIGN_SHARE = 0.75
 #: A collective reached this long after the one before it was done, by every rank of its group,
 #: starts a round: one that starts sooner was queued behind it (an NCCL stream's next kernel).
 QUEUE_S = 0.0001
-#: The rank a rank's others place earliest among themselves is left out of its comparison when its
-#: places sum to more than chance allows at this level (_earliest_other): generous, since leaving
-#: out an alike rank costs a straggler little. At 0.1 alike ranks beside one 5 ms early (half their
-#: spread) were named in 5.9 % of windows at a level of 5 %; at 0.2, 2.7 %.
-EARLY_LEVEL = 0.2
-#: Up to this many rounds a place sum's chance is counted exactly; past it, bounded (Chernoff): the
-#: exact count of 2,000 rounds of 1,024 ranks takes seconds, and there a straggler's p is tiny.
-EXACT_ROUNDS = 300
+#: A rank is named only when the rounds waited for it more often than chance in more than this
+#: share of its steps too: a rank held back in one step of tensor parallelism's many rounds is no
+#: straggler.
+STEPS_SHARE = 0.5
 #: ...and when the others wait this much a step longer for it at least: less is the order in which
 #: alike ranks reach a collective (findings.NOISE_S, the same millisecond).
 NOISE_S = 0.001
@@ -92,8 +75,6 @@ class Collective(NamedTuple):
 Waits = Mapping[int, Sequence[tuple[str, str, int, float, float]]]
 #: Each rank's wait for a CPU (its stepping thread's), step by step.
 CpuWaits = Mapping[int, Mapping[int, float]]
-#: Each rank's places in the rounds (1 the last to arrive), summed: in all, and by (rank, step)
-Placed = tuple[dict[int, int], dict[tuple[int, int], int]]
 
 
 class _Group(NamedTuple):
@@ -109,8 +90,6 @@ class _Group(NamedTuple):
     last: dict[int, int]
     last_in_step: dict[tuple[int, int], int]
     per_step: dict[int, int]
-    #: Each round's waits, rank by rank, its wait for a CPU added back (what its places come from)
-    held: list[dict[int, float]]
 
 
 def judge(
@@ -124,15 +103,15 @@ def judge(
     CPU in each step, ``cpu``, where known).
 
     Per group (the ranks that hold any of its collectives), the collectives every one of them holds
-    are matched and cut into rounds, and each round places its ``n`` ranks in the order they arrived,
-    1 the last (_matched). A rank whose places over the group's ``m`` rounds sum to ``s`` passes the
-    test when ``T * P(S <= s)`` is below ``level``, S the sum of ``m`` places each 1 to n alike
-    (place_sum_tail), T the ranks tested over every group; then the next latest, and so on (the
-    ranks of a slow host are each late). One that passes is named when it passes without its latest
-    step too, where that step held more than one round (_without_latest_step), the others waited
-    NOISE_S a step longer for it at least (_effects), and its places were below chance's middle,
-    (n + 1) / 2, in each half of the steps (``halves_places``); else its ``why_not`` says which
-    (ONE_STEP, ONE_STRETCH, SLIGHT). ``last_in`` counts the rounds it was the last in (evidence).
+    are matched and cut into rounds, and each round waited for one rank (_matched). A rank the
+    group's ``m`` rounds waited for ``k`` times, against chance ``1/n`` among its ``n`` ranks,
+    passes the test when ``T * P(X >= k)`` for X ~ Binomial(m, 1/n) is below ``level``, T the ranks
+    tested over every group; then the next most often waited for, and so on (the ranks of a slow
+    host are each waited for more often than chance). One that passes is named when the rounds
+    waited for it more often than chance in more than STEPS_SHARE of its steps, and the others
+    waited NOISE_S a step longer for it at least (_effects), and the rounds waited for it more often
+    than chance in each half of the steps (``halves_last_in``); else its ``why_not`` says which
+    (ONE_STEP, ONE_STRETCH, SLIGHT).
 
     Returns ``named`` (each with its counts, p-value, effect and steps), ``passed`` (every rank that
     passed the test, named or not), ``top`` (the most often waited for, and its test), ``decided`` (a
@@ -153,11 +132,17 @@ def judge(
     verdict.update(steps=len(main.per_step), per_step=per_step)
     for group in groups:
         passed = []
-        in_steps: dict[int, dict[int, int]] = {}
-        placed = _placed(group)
-        for rank, _ in sorted(placed[0].items(), key=lambda kv: (kv[1], kv[0])):
-            found, in_steps[rank] = _tested(group, rank, tested, placed)
-            p_value = found["p_value"]
+        for rank, count in sorted(group.last.items(), key=lambda kv: (-kv[1], kv[0])):
+            p_value = min(1.0, tested * binomial_tail(count, len(group.rounds), 1 / len(group.members)))
+            found: dict[str, Any] = {
+                "rank": rank,
+                "group": group.name,
+                "last_in": count,
+                "rounds": len(group.rounds),
+                "collectives": len(group.keys),
+                "ranks_compared": len(group.members),
+                "p_value": p_value,
+            }
             if verdict["top"] is None or p_value < verdict["top"]["p_value"]:
                 verdict["top"] = found
             if p_value >= level:
@@ -166,19 +151,18 @@ def judge(
         effects = _effects(group, waits, [found["rank"] for found in passed]) if passed else {}
         for found in passed:
             found.update(effects[found["rank"]])
-            found["latest_step"], found["p_without_latest_step"] = _without_latest_step(
-                group, in_steps[found["rank"]], found, tested
+            often = sum(
+                1
+                for step, held in group.per_step.items()
+                if group.last_in_step.get((found["rank"], step), 0) * len(group.members) > held
             )
-            rank = found["rank"]
-            found["halves_last_in"] = _halves(
-                {step: group.last_in_step.get((rank, step), 0) for step in group.per_step}, group
-            )
-            found["halves_places"] = halves = _halves(in_steps[rank], group)
+            found["steps_last_often"] = often
+            found["halves_last_in"] = halves = _halves(group, found["rank"])
             found["why_not"] = (
                 ONE_STEP
-                if found["p_without_latest_step"] >= level and group.per_step[found["latest_step"]] > 1
+                if often <= STEPS_SHARE * len(group.per_step)
                 else ONE_STRETCH
-                if any(2 * places >= (found["placed_among"] + 1) * held for places, held in halves)
+                if any(last * len(group.members) <= held for last, held in halves)
                 else SLIGHT
                 if found["wait_per_step_s"] < NOISE_S
                 else None
@@ -194,61 +178,12 @@ def judge(
     return verdict
 
 
-def _tested(group: _Group, rank: int, tested: int, placed: Placed) -> tuple[dict[str, Any], dict[int, int]]:
-    """``rank``'s test, among the ranks of its group less the one its others place earliest where
-    that one is early beyond chance (_earliest_other), and its places in each step there.
-
-    Sound among alike ranks: the others' order among themselves, which decides who is left out,
-    tells nothing of ``rank``'s place among those kept. And beside one rank always early (one with
-    less work, or one whose wait for a CPU, added back, is more than the machine held it back),
-    alike ranks look late only with it in the comparison. ``placed``: every rank's places among all
-    (_placed)."""
-    m, size = len(group.rounds), len(group.members)
-    early = _earliest_other(group, rank, placed)
-    places, in_step = placed[0][rank], {step: placed[1][rank, step] for step in group.per_step}
-    if early is not None:  # a rank it waited as little as or less than no longer takes a place before it
-        size -= 1
-        for (step, _, _), held in zip(group.rounds, group.held):
-            if held[early] <= held[rank]:
-                places -= 1
-                in_step[step] -= 1
-    found = {
-        "rank": rank,
-        "group": group.name,
-        "last_in": group.last.get(rank, 0),
-        "places": places,
-        "places_by_chance": m * (size + 1) / 2,
-        "rounds": m,
-        "collectives": len(group.keys),
-        "ranks_compared": len(group.members),
-        "placed_among": size,
-        "set_aside": [] if early is None else [early],
-        "p_value": min(1.0, tested * place_sum_tail(places, m, size)),
-    }
-    return found, in_step
-
-
-def _without_latest_step(
-    group: _Group, in_step: dict[int, int], found: dict[str, Any], tested: int
-) -> tuple[int, float]:
-    """The step in which ``found``'s rank was latest against chance (its places there furthest below
-    their middle), and its test's p-value without that step: a rank held back in one step of tensor
-    parallelism's many rounds passes the test on that step alone, and is no straggler. (A step of
-    one round, DDP's, is one draw like any other: there it refuses nothing.)"""
-    middle = (found["placed_among"] + 1) / 2
-    step = min(sorted(group.per_step), key=lambda one: in_step[one] - middle * group.per_step[one])
-    rounds = found["rounds"] - group.per_step[step]
-    tail = place_sum_tail(found["places"] - in_step[step], rounds, found["placed_among"])
-    return step, min(1.0, tested * tail)
-
-
-def _halves(by_step: Mapping[int, int], group: _Group) -> list[tuple[int, int]]:
-    """(a rank's counts ``by_step`` summed, rounds) in the first and the second half of the group's
-    steps: the rounds that waited for it, or its places."""
+def _halves(group: _Group, rank: int) -> list[tuple[int, int]]:
+    """(rounds that waited for ``rank``, rounds) in the first and the second half of the group's steps."""
     steps = sorted(group.per_step)
     middle = len(steps) // 2
     return [
-        (sum(by_step.get(step, 0) for step in half), sum(group.per_step[step] for step in half))
+        (sum(group.last_in_step.get((rank, step), 0) for step in half), sum(group.per_step[step] for step in half))
         for half in (steps[:middle], steps[middle:])
     ]
 
@@ -256,12 +191,11 @@ def _halves(by_step: Mapping[int, int], group: _Group) -> list[tuple[int, int]]:
 def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
     """The groups of two ranks or more, each with its collectives that every one of its ranks holds,
     cut into rounds: a collective starts one where its step does, or where every rank of the group
-    reached it QUEUE_S after the one before it (in the group, on that rank) was done. A round places
-    its ranks by their wait in its last collective, least first (the last to arrive, place 1), each
-    rank's wait made longer by its wait for a CPU in that step (shared evenly among the step's
-    rounds): as if the machine had not held it back. Ranks that tie take the latest place of the
-    tie, none of them earlier than chance would give it (a tie for the last names none); the round
-    waited for its place 1. A rank holds a key once (it names one collective of its window)."""
+    reached it QUEUE_S after the one before it (in the group, on that rank) was done. A round waited
+    for the rank with the least wait in its last collective, each rank's wait made longer by its
+    wait for a CPU in that step (shared evenly among the step's rounds): as if the machine had not
+    held it back. A tie names none. A rank holds a key once (it names one collective of its
+    window)."""
     members: dict[str, set[int]] = {}
     seen: dict[str, list[Any]] = {}  # key -> [group, step, how many ranks hold it]
     apart: dict[str, int] = {}  # key -> how many ranks reached it QUEUE_S after the one before was done
@@ -283,8 +217,7 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             else:
                 one[2] += 1
     groups: list[_Group] = []
-    # a round's last key -> (its share of a step, each rank's wait with its wait for a CPU added back)
-    ends: dict[str, tuple[float, dict[int, float]]] = {}
+    ends: dict[str, list[Any]] = {}  # a round's last key -> [its share of a step, least wait, its rank]
     for name in sorted(members):
         size = len(members[name])
         rounds: list[list[str]] = []
@@ -297,14 +230,14 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             rounds[-1].append(key)
         if not rounds:
             continue
-        group = _Group(name, sorted(members[name]), set(), [], {}, {}, {}, [])
+        group = _Group(name, sorted(members[name]), set(), [], {}, {}, {})
         for keys in rounds:
             step = seen[keys[0]][1]
             group.keys.update(keys)
             group.rounds.append((step, None, keys))
             group.per_step[step] = group.per_step.get(step, 0) + 1
         for _, _, keys in group.rounds:
-            ends[keys[-1]] = (1 / group.per_step[seen[keys[0]][1]], {})
+            ends[keys[-1]] = [1 / group.per_step[seen[keys[0]][1]], math.inf, None]
         groups.append(group)
     for rank, collectives in waits.items():
         theirs = cpu.get(rank) or {}
@@ -312,63 +245,19 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             end = ends.get(key)
             if end is None:
                 continue
-            end[1][rank] = wait + end[0] * theirs.get(step, 0.0)
+            held = wait + end[0] * theirs.get(step, 0.0)
+            if held < end[1]:
+                end[1], end[2] = held, rank
+            elif held == end[1]:
+                end[2] = None
     for group in groups:
         for index, (step, _, keys) in enumerate(group.rounds):
-            group.held.append(ends[keys[-1]][1])
-            laggard = next((rank for rank, place in _places(group.held[-1]).items() if place == 1), None)
+            laggard = ends[keys[-1]][2]
             group.rounds[index] = (step, laggard, keys)
             if laggard is not None:
                 group.last[laggard] = group.last.get(laggard, 0) + 1
                 group.last_in_step[laggard, step] = group.last_in_step.get((laggard, step), 0) + 1
     return groups
-
-
-def _placed(group: _Group) -> Placed:
-    """Every rank's places in the rounds, summed: in all, and in each step."""
-    places: dict[int, int] = dict.fromkeys(group.members, 0)
-    in_step: dict[tuple[int, int], int] = {}
-    for (step, _, _), held in zip(group.rounds, group.held):
-        for rank, place in _places(held).items():
-            places[rank] += place
-            in_step[rank, step] = in_step.get((rank, step), 0) + place
-    return places, in_step
-
-
-def _earliest_other(group: _Group, rank: int, placed: Placed) -> int | None:
-    """The rank the others than ``rank`` place earliest among themselves, where its places sum to more
-    than chance allows at EARLY_LEVEL and two ranks or more would be left beside ``rank`` without
-    it. Among themselves: ``rank``'s own lateness, which moves each of them nearer the first, leaves
-    none of them out (a rank's place among them is its place among all, less the rounds in which
-    ``rank`` waited as little as it or less)."""
-    if len(group.members) < 4:
-        return None
-    others = [one for one in group.members if one != rank]
-    places = {one: placed[0][one] for one in others}
-    for held in group.held:
-        mine = held[rank]
-        for one in others:
-            if mine <= held[one]:
-                places[one] -= 1
-    first = max(others, key=lambda one: places[one])
-    m, n = len(group.rounds), len(others)
-    return first if place_sum_tail(m * (n + 1) - places[first], m, n) < EARLY_LEVEL else None
-
-
-def _places(held: dict[int, float]) -> dict[int, int]:
-    """Each rank's place in a round's arrivals, 1 the last (the least wait); ranks that tie take the
-    latest place of the tie (how many ranks waited as little or less)."""
-    order = sorted(held.items(), key=lambda kv: kv[1])
-    placed: dict[int, int] = {}
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and order[end + 1][1] == order[start][1]:
-            end += 1
-        for rank, _ in order[start : end + 1]:
-            placed[rank] = end + 1
-        start = end + 1
-    return placed
 
 
 def _effects(group: _Group, waits: Waits, ranks: list[int]) -> dict[int, dict]:
@@ -440,43 +329,6 @@ def binomial_tail(k: int, m: int, p: float) -> float:
         if j > m * p and term < total * 1e-16:
             break
     return min(1.0, total)
-
-
-def place_sum_tail(s: int, m: int, n: int) -> float:
-    """P(S <= s) for S the sum of ``m`` places, each 1 to ``n`` alike and independent: the rounds of
-    alike ranks. Exact, by inclusion and exclusion over the places past n (whole numbers, so no
-    cancellation is lost): the ways m places of 0 to n - 1 sum to t or less are
-    sum_j (-1)^j C(m, j) C(t - j n + m, m). At n = 2 it is the binomial tail of the rounds a rank
-    was the last in. Past EXACT_ROUNDS rounds, a bound never below it: Chernoff's below the sum's
-    middle, 1 from there on."""
-    t = s - m
-    if t < 0:
-        return 0.0
-    if t >= m * (n - 1):
-        return 1.0
-    if m > EXACT_ROUNDS:
-        return _chernoff(s, m, n) if 2 * s < m * (n + 1) else 1.0
-    ways = sum((-1) ** j * math.comb(m, j) * math.comb(t - j * n + m, m) for j in range(min(m, t // n) + 1))
-    return min(1.0, ways / n**m)
-
-
-def _chernoff(s: int, m: int, n: int) -> float:
-    """min over x in (0, 1] of E[x^(P - s/m)]^m, P a place 1 to n alike: a bound on P(S <= s) below
-    the middle (golden-section search; the function is convex in log x)."""
-
-    def log_bound(x: float) -> float:
-        mean = x * (1 - x**n) / (1 - x) / n if x < 1 else 1.0  # E[x^P]
-        return m * (math.log(mean) - s / m * math.log(x))
-
-    low, high = 1e-12, 1.0
-    ratio = (math.sqrt(5) - 1) / 2
-    for _ in range(100):
-        a, b = high - ratio * (high - low), low + ratio * (high - low)
-        if log_bound(a) < log_bound(b):
-            high = b
-        else:
-            low = a
-    return min(1.0, math.exp(min(log_bound(low), log_bound(high))))
 
 
 _LEAST: dict[tuple[int, int, float], int] = {}

@@ -4,8 +4,8 @@ time each rank's window spent in collectives.
 In a synchronous data-parallel job every rank's step takes as long as the slowest one's, so step
 times cannot name the straggler; the window's traces can: the rank that waits least in its
 collectives is the one the others wait for. Where the traces tell each collective apart, the rank
-that arrives later in the rounds of collectives than chance allows is named (collectives.py: rule
-PER_COLLECTIVE); elsewhere (an old torch, a backend without those events) and where the window
+that the rounds of collectives wait for more often than chance allows is named (collectives.py:
+rule PER_COLLECTIVE); elsewhere (an old torch, a backend without those events) and where the window
 holds too few rounds, by its total time in collectives against the others' (msprof-analyze's
 slow-rank method, and Holistic Trace Analysis's: rule TOTAL_TIME). The rules below are how much of that
 evidence a few recorded steps on a busy machine can bear; each says what it was tried on. Pure: the
@@ -116,20 +116,15 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
         process = by_rank[named["rank"]]
         wait_s = named["wait_per_step_s"]
         window = process.get("window_label") or "its window"
-        head = f"in lockstep, rank {named['rank']} was {_counts(named, each)} in {window}; no finding:"
+        head = f"in lockstep, rank {named['rank']} was the last in {_counts(named, each)} in {window}; no finding:"
         if named["why_not"] == collectives.ONE_STEP:
-            refused.append(
-                f"{head} late in step {named['latest_step']} alone (without it p = "
-                f"{named['p_without_latest_step']:.2g}): a rank held back once, not one whose work is slower"
-            )
+            refused.append(f"{head} more often than chance in {named['steps_last_often']} of its steps only")
             continue
         if named["why_not"] == collectives.ONE_STRETCH:
-            (first, of_first), (second, of_second) = named["halves_places"]
+            (first, of_first), (second, of_second) = named["halves_last_in"]
             refused.append(
-                f"{head} in one stretch of it only (a mean place of {first / of_first:.2f} in the {of_first} rounds "
-                f"of its first half, {second / of_second:.2f} in the {of_second} of its second, "
-                f"{(named['placed_among'] + 1) / 2:g} by chance): a rank held back for a while, not one whose "
-                "work is slower"
+                f"{head} in one stretch of it only ({first} of {of_first} rounds in its first half, {second} of "
+                f"{of_second} in its second): a rank held back for a while, not one whose work is slower"
             )
             continue
         if named["why_not"] == collectives.SLIGHT:
@@ -142,16 +137,11 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
             "method": "collectives",
             "rule": PER_COLLECTIVE,
             "last_in": named["last_in"],
-            "places": named["places"],
-            "places_by_chance": named["places_by_chance"],
             "rounds": named["rounds"],
             "collectives": named["collectives"],
             "ranks_compared": named["ranks_compared"],
-            "placed_among": named["placed_among"],
-            "set_aside": named["set_aside"],
-            "p_without_latest_step": named["p_without_latest_step"],
+            "steps_last_often": named["steps_last_often"],
             "halves_last_in": named["halves_last_in"],
-            "halves_places": named["halves_places"],
             "group": named["group"],
             "p_value": named["p_value"],
             "level": each["level"],
@@ -161,7 +151,7 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
             "steps": len(named["steps"]),
             "host": each.get("host"),
             "read_from": read or None,
-            "evidence": f"in {window} it was {_counts(named, each)}: the others waited "
+            "evidence": f"in {window} it was the last in {_counts(named, each)}: the others waited "
             f"{wait_s * 1e3:.1f} ms a step longer{host}{source}",
         }
         found.append((process, finding))
@@ -172,27 +162,23 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
         why = refused[0]
     elif top:
         why = (
-            f"in lockstep, no rank arrived later in the {each['rounds']} rounds of collectives than chance "
-            f"allows: rank {top['rank']} the latest, {_counts(top, each)}"
+            f"in lockstep, no rank was the last in more of the {each['rounds']} rounds of collectives than "
+            f"chance allows: rank {top['rank']} most often, {_counts(top, each)}"
         )
     else:
         why = "in lockstep, no collective of the window was on every rank"
     evidence = {"rule": PER_COLLECTIVE, "rounds": each["rounds"], "collectives": each["collectives"]}
     evidence["level"] = each["level"]
     if top:
-        evidence.update(rank=top["rank"], last_in=top["last_in"], places=top["places"], p_value=top["p_value"])
+        evidence.update(rank=top["rank"], last_in=top["last_in"], p_value=top["p_value"])
     return [], why, evidence
 
 
 def _counts(named: dict, each: dict) -> str:
-    """ "the last in 7 of 13 rounds of collectives, its places among 4 arrivals (1 the last) summing to 21
-    against 32.5 by chance (p = 2.4e-04, level 0.001)"; "among 3 arrivals (rank 0 left out, early)"
-    where the rank its others placed earliest was left out of the comparison."""
-    early = "".join(f", rank {rank} left out, early" for rank in named["set_aside"])
+    """ "12 of 12 rounds of collectives (1 in 4 by chance; p = 2.4e-07, level 0.001)"."""
     return (
-        f"the last in {named['last_in']} of {named['rounds']} rounds of collectives, its places among "
-        f"{named['placed_among']} arrivals (1 the last{early}) summing to {named['places']} against "
-        f"{named['places_by_chance']:g} by chance (p = {named['p_value']:.2g}, level {each['level']:g})"
+        f"{named['last_in']} of {named['rounds']} rounds of collectives (1 in {named['ranks_compared']} by chance; "
+        f"p = {named['p_value']:.2g}, level {each['level']:g})"
     )
 
 
