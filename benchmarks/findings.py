@@ -24,6 +24,8 @@ rank of independent ones and of all from step 40); ``hog``, every run beside bus
 least --hogs, and LOAD with the ranks); ``all``. ``--list`` prints the runs chosen.
 
 ``--quick`` runs a small subset (two runs), for the tests; ``--only NAME,...`` the runs named.
+``--keep DIR`` keeps each run's output, so that two rules are judged on the same traces:
+``npuprof-run --check DIR/ROUND/NAME --json`` from each checkout.
 On a busy 2-core machine a run takes 5-60 s (8 ranks import torch on 2 cores).
 """
 
@@ -438,6 +440,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="run the runs chosen this many times, round by round")
     parser.add_argument("--json", help="write every run's verdict to this file (after each run)")
     parser.add_argument("--verdicts", help="judge the runs stored by --json in this file again, and run nothing")
+    parser.add_argument(
+        "--keep",
+        help="keep every run's output directory under this folder (ROUND/NAME): npuprof-run --check of another "
+        "checkout judges the same traces",
+    )
     args = parser.parse_args()
     if args.verdicts:
         with open(args.verdicts, encoding="utf-8") as handle:
@@ -467,7 +474,8 @@ def main() -> None:
         print(f"{sum('expect' not in c for c in cases)} healthy, {sum('expect' in c for c in cases)} faults")
         return
     results = []
-    with tempfile.TemporaryDirectory(prefix="npuprof-findings-") as scratch:
+    with contextlib.ExitStack() as stack:
+        scratch = args.keep or stack.enter_context(tempfile.TemporaryDirectory(prefix="npuprof-findings-"))
         for round_, case in ((round_, case) for round_ in range(1, args.repeat + 1) for case in cases):
             os.makedirs(os.path.join(scratch, str(round_)), exist_ok=True)
             result = run_case(case, os.path.join(scratch, str(round_)), args.hogs)
