@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
 
 import msprof_wheels
 import npu_layout
@@ -20,7 +22,7 @@ from jobs import PYTHON, npuprof, script
 from npu_standin import standin_env
 
 from npuprof_launch.common import deliverables
-from npuprof_launch.launcher import handoff
+from npuprof_launch.launcher import handoff, report
 
 FIRST_STEPS = (3, 8)
 
@@ -150,3 +152,56 @@ def test_the_answer_gives_the_hand_off_of_a_real_run(tmp_path):
     assert missing.returncode == 2 and "the run has 2 NPU window(s)" in missing.stderr
     with open(os.path.join(out, "npuprof_report.html")) as handle:
         assert json.dumps(made["command"])[1:-1].split(" -d ")[0] in handle.read()
+
+
+def test_a_hand_off_already_in_place_is_taken_until_a_session_or_a_link_changes(tmp_path, monkeypatch):
+    """The lay-out is kept with the inode and change time of every folder it listed or linked into
+    and each profiler_info it read: the next build links and reads nothing and gives the same; a
+    session parsed again (its file replaced) or a link taken out of the folder is laid out again. A
+    lay-out of folders changed just now is not kept (a coarse clock would hide a change after it)."""
+    root = str(tmp_path)
+    rows = sessions_of_two_runs(root)["run1"]
+    first = handoff.build(root, "run1", rows)
+    folder = first[0]["path"]
+    kept = os.path.join(os.path.dirname(folder), f".{os.path.basename(folder)}.json")
+    assert not os.path.exists(kept), "its sessions were made just now"
+    monkeypatch.setattr(handoff, "SETTLED_NS", 0)
+    assert handoff.build(root, "run1", rows) == first and os.path.exists(kept)
+
+    def refused(*_args):
+        raise AssertionError("laid out or read again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(handoff, "_link_session", refused)
+        patched.setattr(deliverables, "recorded_export_types", refused)
+        assert handoff.build(root, "run1", rows) == first
+    session = first[0]["sessions"][0]["session"]
+    name = os.path.join(deliverables.ASCEND_OUTPUT, deliverables.TRACE_VIEW)
+    source, linked = os.path.join(root, session, name), os.path.join(folder, session, name)
+    shutil.copy(source, source + ".new")
+    os.replace(source + ".new", source)  # parsed again
+    assert not os.path.samefile(source, linked)
+    assert handoff.build(root, "run1", rows) == first and os.path.samefile(source, linked)
+    os.unlink(linked)
+    assert handoff.build(root, "run1", rows) == first and os.path.samefile(source, linked)
+
+
+def test_the_answer_from_a_kept_hand_off_is_the_answer_laid_out_again(tmp_path, monkeypatch):
+    """``--check --json`` over NPU sessions whose hand-off is in place and kept, then with the kept
+    lay-out gone (laid out and read again): the same answer, and the kept one taken as it was."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    import synthetic_npu_output
+
+    out = str(tmp_path)
+    synthetic_npu_output.write_output(out, 4)
+    monkeypatch.setattr(handoff, "SETTLED_NS", 0)
+    report.build(out)  # lays the hand-off out and keeps it
+    (kept,) = [
+        os.path.join(out, handoff.FOLDER, n) for n in os.listdir(os.path.join(out, handoff.FOLDER)) if n[0] == "."
+    ]
+    before = os.stat(kept).st_mtime_ns
+    code, taken = check_json(out)
+    assert code == 0 and os.stat(kept).st_mtime_ns == before, "the kept lay-out was taken, not made again"
+    os.unlink(kept)
+    assert check_json(out) == (code, taken)
+    assert taken["handoff"]["sessions"] and not taken["handoff"]["left_out"]

@@ -23,21 +23,33 @@ no space and look like the files themselves: msprof-analyze refuses symbolic lin
 checks (PathManager: "Invalid input path which is a soft link"), so a session that cannot be
 linked (another file system) is left out and said. What a plain ``-d OUT`` would read otherwise
 is told as a note (``handoff_differs``).
+
+A second ``--check`` finds the hand-off in place: each lay-out is kept beside its folder
+(``.{name}.json``) with the inode and change time of every directory it listed or linked into and
+of each profiler_info it read, and taken while all are as they were (a session parsed again, a link
+taken out: laid out again), so that ``--check`` of a thousand ranks links and reads none again.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import time
 from typing import NamedTuple
 
-from npuprof_launch.common import deliverables, names
+from npuprof_launch.common import deliverables, files, names
 from npuprof_launch.launcher import answer, wording
 
 #: The hand-off directories' folder inside the output directory.
 FOLDER = names.HANDOFF_DIR
 #: What msprof-analyze reads of a session: this folder whole, and the session's top-level JSON files.
 READ_FOLDER = deliverables.ASCEND_OUTPUT
+#: The shape of a kept lay-out (``_kept``); one of another shape is laid out again.
+KEPT_VERSION = 1
+#: A directory or file that changed less than this before it was seen is not vouched for: a change
+#: later in the same tick of a coarse file-system clock would not show in its change time.
+SETTLED_NS = 2 * 10**9
 
 
 class Session(NamedTuple):
@@ -98,24 +110,32 @@ def plan(processes: list[dict], window: int | None = None) -> Plan | None:
     return None
 
 
-def lay_out(output_dir: str, run_id: str, chosen: Plan) -> tuple[str, list[str]]:
-    """Make the hand-off directory of ``chosen`` (or bring it up to date: msprof-analyze's own output
-    there is kept); returns its path and the sessions that could not be linked, each with why."""
+def folder_of(output_dir: str, run_id: str, chosen: Plan) -> str:
+    """The hand-off directory of ``chosen``."""
     name = f"{run_id or 'run'}{'_' + chosen.stage if chosen.stage else ''}_steps_{chosen.first}-{chosen.last}"
-    folder = os.path.join(output_dir, FOLDER, name)
+    return os.path.join(output_dir, FOLDER, name)
+
+
+def lay_out(output_dir: str, run_id: str, chosen: Plan, seen: dict | None = None) -> tuple[str, list[str]]:
+    """Make the hand-off directory of ``chosen`` (or bring it up to date: msprof-analyze's own output
+    there is kept); returns its path and the sessions that could not be linked, each with why.
+    ``seen``: where to note each directory listed or linked into (``_note``)."""
+    folder = folder_of(output_dir, run_id, chosen)
     left_out = []
     for session in chosen.sessions:
         source = os.path.join(output_dir, session.path)
         target = os.path.join(folder, os.path.basename(os.path.normpath(session.path)))
         try:
-            _link_session(source, target, session.rank)
+            _link_session(source, target, session.rank, {} if seen is None else seen)
         except OSError as exc:
             left_out.append(f"{session.path}: {exc.strerror or exc}")
     return folder, left_out
 
 
-def _link_session(source: str, target: str, rank: int) -> None:
-    """Hard links of what msprof-analyze reads of one session, with the rank in the names it reads."""
+def _link_session(source: str, target: str, rank: int, seen: dict) -> None:
+    """Hard links of what msprof-analyze reads of one session, with the rank in the names it reads.
+    Each source directory is noted before it is listed, each target one once its links are made."""
+    _note(seen, source)
     entries = os.listdir(source)
     os.makedirs(target, exist_ok=True)
     for entry in entries:
@@ -125,15 +145,90 @@ def _link_session(source: str, target: str, rank: int) -> None:
     info = [e for e in entries if e.startswith(deliverables.PROFILER_INFO_PREFIX) and e.endswith(".json")]
     if info and not any(_rank_in_name(e) is not None for e in info):
         _link(os.path.join(source, sorted(info)[0]), os.path.join(target, f"profiler_info_{rank}.json"))
-    inside = os.path.join(source, READ_FOLDER)
-    for root, _dirs, files in os.walk(inside):
-        here = os.path.join(target, READ_FOLDER, os.path.relpath(root, inside))
-        os.makedirs(os.path.normpath(here), exist_ok=True)
-        for file in files:
-            linked = file
-            if file == f"{deliverables.DB_PREFIX}.db":  # torch_npu's name without a rank
-                linked = f"{deliverables.DB_PREFIX}_{rank}.db"
-            _link(os.path.join(root, file), os.path.normpath(os.path.join(here, linked)))
+    _link_tree(os.path.join(source, READ_FOLDER), os.path.join(target, READ_FOLDER), rank, seen)
+    _note(seen, target)
+
+
+def _link_tree(inside: str, here: str, rank: int, seen: dict) -> None:
+    """``inside`` linked into ``here``, folder by folder (os.walk's: no link to a folder followed)."""
+    _note(seen, inside)
+    try:
+        with os.scandir(inside) as listing:
+            entries = list(listing)
+    except OSError:
+        return
+    os.makedirs(here, exist_ok=True)
+    for entry in entries:
+        if entry.is_dir():
+            if not entry.is_symlink():
+                _link_tree(entry.path, os.path.join(here, entry.name), rank, seen)
+            continue
+        linked = entry.name
+        if linked == f"{deliverables.DB_PREFIX}.db":  # torch_npu's name without a rank
+            linked = f"{deliverables.DB_PREFIX}_{rank}.db"
+        _link(entry.path, os.path.join(here, linked))
+    _note(seen, here)
+
+
+def _export_types(output_dir: str, session: str, seen: dict) -> tuple[str, ...]:
+    """deliverables.recorded_export_types, each profiler_info it may read noted first."""
+    path = os.path.join(output_dir, session)
+    try:
+        entries = os.listdir(path)
+    except OSError:
+        entries = []
+    for entry in entries:
+        if entry.startswith(deliverables.PROFILER_INFO_PREFIX) and entry.endswith(".json"):
+            _note(seen, os.path.join(path, entry))
+    return deliverables.recorded_export_types(path)
+
+
+def _note(seen: dict, path: str) -> None:
+    """``path``'s inode and change time, None where it is not there."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        seen[path] = None
+        return
+    seen[path] = [stat.st_ino, stat.st_ctime_ns]
+
+
+def _keep(output_dir: str, kept: str, chosen: Plan, types: list[str], seen: dict | None) -> None:
+    """Keep the lay-out just made for the next ``--check`` (``_kept``), or forget the last one where
+    this one cannot be vouched for (a session left out, a directory or file changed just now)."""
+    settled = time.time_ns() - SETTLED_NS
+    try:
+        if seen is None or any(value is not None and value[1] > settled for value in seen.values()):
+            os.unlink(kept)
+            return
+        relative = {os.path.relpath(path, output_dir): value for path, value in seen.items()}
+        layout = {"version": KEPT_VERSION, "sessions": chosen.sessions, "export_types": types, "seen": relative}
+        files.write_json(kept, layout)
+    except OSError:
+        pass  # none kept (FileNotFoundError: none was): the next --check lays it out again
+
+
+def _kept(output_dir: str, kept: str, chosen: Plan) -> list[str] | None:
+    """The export types of the lay-out kept for the same sessions, where every directory it listed or
+    linked into and every profiler_info it read is as it was: the folder already holds this hand-off.
+    None where there is none, or anything changed."""
+    try:
+        with open(kept) as handle:
+            found = json.load(handle)
+        if found["version"] != KEPT_VERSION or [tuple(s) for s in found["sessions"]] != chosen.sessions:
+            return None
+        for path, value in found["seen"].items():
+            try:
+                stat = os.stat(os.path.join(output_dir, path))
+            except OSError:
+                if value is not None:
+                    return None
+                continue
+            if value != [stat.st_ino, stat.st_ctime_ns]:
+                return None
+        return [str(t) for t in found["export_types"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _link(source: str, target: str) -> None:
@@ -189,11 +284,16 @@ def build(output_dir: str, run_id: str, processes: list[dict], window: int | Non
     chosen = plan(processes, window)
     if chosen is None:
         return None, []
-    folder, left_out = lay_out(output_dir, run_id, chosen)
+    folder = folder_of(output_dir, run_id, chosen)
+    kept = os.path.join(os.path.dirname(folder), f".{os.path.basename(folder)}.json")
+    types = _kept(output_dir, kept, chosen)
+    left_out: list[str] = []
+    if types is None:
+        seen: dict[str, list[int] | None] = {}
+        folder, left_out = lay_out(output_dir, run_id, chosen, seen)
+        types = sorted({t for s in chosen.sessions for t in _export_types(output_dir, s.path, seen)})
+        _keep(output_dir, kept, chosen, types, seen if not left_out else None)
     command = _cluster_command(folder)
-    types = sorted(
-        {t for s in chosen.sessions for t in deliverables.recorded_export_types(os.path.join(output_dir, s.path))}
-    )
     handoff = {
         "stage": chosen.stage,
         "steps": [chosen.first, chosen.last],
