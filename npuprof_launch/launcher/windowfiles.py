@@ -101,11 +101,42 @@ def aftercare_result(output_dir: str, window: dict) -> dict | None:
 def tree_bytes(path: str) -> int:
     """A file's or a tree's size; a file moved away while it is counted (its aftercare) counts 0."""
     if os.path.isdir(path):
-        return sum(tree_bytes(os.path.join(d, f)) for d, _, names_ in os.walk(path) for f in names_)
+        return _dir_bytes(path)
     try:
         return os.path.getsize(path)
     except OSError:
         return 0
+
+
+def _dir_bytes(path: str) -> int:
+    """What os.walk finds under ``path``, each file stat'ed once: its links to files counted at their
+    targets' size, its links to directories not followed, what cannot be listed or stat'ed 0."""
+    try:
+        with os.scandir(path) as listing:
+            entries = list(listing)
+    except OSError:
+        return 0
+    total = 0
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if not is_dir:
+            try:
+                total += entry.stat().st_size
+            except OSError:
+                pass
+        elif not _is_link(entry):
+            total += _dir_bytes(entry.path)
+    return total
+
+
+def _is_link(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
 
 
 #: Where a report row holds, while it is built, the lines its windows' parse logged as errors.

@@ -195,3 +195,24 @@ def test_an_error_printed_and_logged_is_told_once_as_the_log_has_it():
     errors = ["the profiler logged an error: msprof exited 1", "the profiler logged an error: another"]
     assert windowfiles.unrepeated(errors, logged) == ["the profiler logged an error: another"]
     assert windowfiles.unrepeated(errors, []) == errors
+
+
+def test_a_trees_size_is_what_os_walk_finds_there(tmp_path):
+    """Each file stat'ed once, as os.walk lists it: a link to a file counts at its target's size, a
+    link to a folder is not followed, a broken link counts 0; a plain file is its own size."""
+    session = npu_layout.session(str(tmp_path), WORKER)
+    _sparse(os.path.join(session, "FRAMEWORK", "torch.op_range"), 5000)
+    os.symlink(os.path.join(session, "FRAMEWORK", "torch.op_range"), os.path.join(session, "linked_file"))
+    os.symlink(os.path.join(session, "FRAMEWORK"), os.path.join(session, "linked_folder"))
+    os.symlink(os.path.join(session, "gone"), os.path.join(session, "broken"))
+    walked = 0
+    for root, _dirs, names_ in os.walk(session):
+        for name in names_:
+            try:
+                walked += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    assert windowfiles.tree_bytes(session) == walked > 10000
+    trace = os.path.join(session, "profiler_info_0.json")
+    assert windowfiles.tree_bytes(trace) == os.path.getsize(trace)
+    assert windowfiles.tree_bytes(os.path.join(session, "gone")) == 0
