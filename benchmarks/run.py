@@ -743,14 +743,23 @@ def check_traces(child: Child, out: str, active: int) -> None:
 
 
 def _check_npu_output(path: str, ranks: int) -> None:
-    """Refuse an NPU output whose ``--check`` fails, or that does not read every rank's collectives
-    (its steps, and the HCCL operations the judge of which rank the others wait for compares)."""
+    """Refuse an NPU output whose ``--check`` fails, that does not read every rank's collectives
+    (its steps, and the HCCL operations the judge of which rank the others wait for compares), or
+    whose judge does not name the rank figure 9a's does, by the same rule."""
+    import synthetic_output
+
     child = run_child([PYTHON, "-m", "npuprof_launch", "--check", path, "--json"], base_env())
     answer = json.loads(child.stdout) if child.returncode == 0 else {}
-    verdict = answer.get("job", {}).get("slow_rank_verdict") or {}
+    named = [f for f in answer.get("findings") or () if f.get("kind") == "waited_for_rank"]
+    evidence = named[0].get("evidence") or {} if len(named) == 1 else {}
     processes = answer.get("processes") or []
     read = [p for p in processes if p.get("collectives_read") and p.get("profiler_steps") == 3]
-    if not answer.get("passed") or verdict.get("rule") != "per_collective" or not verdict.get("rounds"):
+    if (
+        not answer.get("passed")
+        or evidence.get("rule") != "per_collective"
+        or not evidence.get("rounds")
+        or named[0].get("ranks") != [synthetic_output.LATE_RANK]
+    ):
         raise RuntimeError(f"--check did not judge the synthetic NPU output's collectives:\n{child.stdout[-2000:]}")
     if len(processes) != ranks or len(read) != ranks:
         raise RuntimeError(f"--check read the collectives of {len(read)} of {ranks} NPU ranks in {path}")

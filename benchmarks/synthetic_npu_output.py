@@ -15,12 +15,14 @@ tests hold against torch_npu's sources.
 
 The window records three steps of 170 all-reduces each, as many HCCL operations as a torch
 window's summary keeps collectives (tracecollectives.MOST): the judge of which rank the others
-wait for runs over all of them. A healthy job: every rank reaches each all-reduce at its own
-random moment within ``ARRIVAL_NS`` of the others (its own seed), none later than the rest, and
-each operation ends on every rank when the last has arrived and the bytes have moved; so each rank's
-communication.json, step_trace_time.csv and db differ. trace_view.json and kernel_details.csv are
-written once and hard-linked for every rank: the report only checks that the timeline holds
-events and sums the kernels by type, the same on every rank of a data-parallel job.
+wait for runs over all of them. The job is figure 9a's (synthetic_output.collectives_of): every
+rank reaches each all-reduce at its own random moment within a millisecond (its own seed, the
+same draws as there), rank 0 three milliseconds later, and each operation ends on every rank when
+9a's does, after the last has arrived and the bytes have moved; so the report names rank 0 from
+the collectives on both, and each rank's communication.json, step_trace_time.csv and db differ.
+trace_view.json and kernel_details.csv are written once and hard-linked for every rank: the report
+only checks that the timeline holds events and sums the kernels by type, the same on every rank of
+a data-parallel job.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ import synthetic_output
 from npuprof_launch.common import deliverables, files, keptreading, names, options, record, tracecollectives
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: A recorded step's span, where its all-reduces begin, and the time from one all-reduce to the next.
-STEP_NS, FIRST_OP_NS, OP_EVERY_NS = 200_000_000, 30_000_000, 1_000_000
-#: Every rank reaches an all-reduce within this of the others; each moves BUCKET_BYTES, 0.1 ms at
-#: the writer's LINK_GB_S, so that one ends well before the next is due (each its own round).
-ARRIVAL_NS, BUCKET_BYTES = 200_000, 2_000_000
+#: A recorded step's span (its 170 all-reduces, one every synthetic_output.ROUND_US), and where they begin.
+STEP_NS, FIRST_OP_NS = 2_000_000_000, 30_000_000
+#: What each all-reduce moves: 0.1 ms at the writer's LINK_GB_S, so that the late rank's ends with
+#: the others' (synthetic_output.DONE_US) and well before the next is due (each its own round).
+BUCKET_BYTES = 2_000_000
 #: HCCL's name of the world group (``{ip}%{interface}_{port}_0_{time}``), the same on every rank.
 GROUP = "10.0.0.1%enp189s0f0_60000_0_1764936000000000"
 #: Ranks per host: the device a rank runs on.
@@ -58,18 +60,17 @@ def recorded_steps(first: int, last: int, start_ns: int) -> list:
 
 
 def comms_of(rank: int, world: int, steps: list) -> list:
-    """The rank's HCCL all-reduces in ``steps``, as many as a torch window's summary keeps: each
-    reached at the rank's own random moment, each ending when the last rank could have arrived
-    and the bucket has moved; the same names (their sequence numbers) on every rank."""
+    """The rank's HCCL all-reduces in ``steps``, as many as a torch window's summary keeps, as figure
+    9a's collectives (synthetic_output.collectives_of): each reached at the moment the rank reaches
+    it there, each ending when it ends there; the same names (their sequence numbers) on every rank."""
     rng = random.Random(rank)
     per_step = tracecollectives.MOST // len(steps)
-    transit_ns = round(BUCKET_BYTES / writer.LINK_GB_S)
     found = []
     for step in steps:
+        first_due = step.start_ns + FIRST_OP_NS
         for index in range(per_step):
-            due = step.start_ns + FIRST_OP_NS + index * OP_EVERY_NS
-            start = due + rng.randrange(ARRIVAL_NS)
-            end = due + ARRIVAL_NS + transit_ns
+            start = first_due + round(synthetic_output.arrival_us(rng, rank, index) * 1000)
+            end = first_due + (synthetic_output.ROUND_US * index + synthetic_output.DONE_US) * 1000
             found.append(writer.Comm("allReduce", GROUP, len(found) + 1, start, end, BUCKET_BYTES, world, rank))
     return found
 

@@ -144,6 +144,17 @@ def trace_text(megabytes: float, steps: int, pid: int = 4242) -> str:
     return json.dumps(document)
 
 
+#: The job's collectives (microseconds): one all-reduce every ROUND_US, each rank reaching it at a
+#: random moment within ARRIVAL_US, the LATE_RANK LATE_US later than that, and every rank leaving it
+#: DONE_US after it was due. synthetic_npu_output.py writes the same job's HCCL operations.
+ROUND_US, ARRIVAL_US, LATE_US, DONE_US, LATE_RANK = 10_000, 1000, 3000, 5000, 0
+
+
+def arrival_us(rng: random.Random, rank: int, index: int) -> float:
+    """When ``rank`` reaches the step's ``index``-th all-reduce, from the step's first one being due."""
+    return ROUND_US * index + rng.uniform(0, ARRIVAL_US) + (LATE_US if rank == LATE_RANK else 0)
+
+
 def collectives_of(rank: int, first: int, last: int) -> dict:
     """A window's collectives as the aftercare keeps them (tracecollectives.py), as many as it keeps:
     all-reduces that block one after another (a round each), each rank reaching each at a random
@@ -154,8 +165,8 @@ def collectives_of(rank: int, first: int, last: int) -> dict:
     items = []
     for step in steps:
         for index in range(per_step):
-            start = 10_000.0 * index + rng.uniform(0, 1000) + (3000 if rank == 0 else 0)
-            items.append([0, index, step, round(start, 1), round(10_000.0 * index + 5000 - start, 1)])
+            start = arrival_us(rng, rank, index)
+            items.append([0, index, step, round(start, 1), round(ROUND_US * index + DONE_US - start, 1)])
     return {"by": tracecollectives.BY_ORDER, "seen": len(items), "groups": ["gloo:all_reduce"], "items": items}
 
 
