@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import dataclasses
 import gc
 import json
 import os
@@ -327,17 +326,22 @@ def check_ascend_dir(path: str, export_types, parse_asked: bool = True, sound: S
     return problems
 
 
-@dataclasses.dataclass(frozen=True)
 class Sound:
     """What a session's deliverables were found to be when last read whole, for ``check_ascend_dir``
     to take instead of reading them again: ``passed``, the text export's files that passed their
     check (trace_view.json decoded and held events; a CSV had its columns and rows); ``db_tables``,
     each db that passed ``PRAGMA quick_check``, by name, with its tables that hold a row. Only a
     file that passed is vouched for: one that did not is read again, and its problem told in the
-    words and with the path of that reading."""
+    words and with the path of that reading.
 
-    passed: frozenset[str] = frozenset()
-    db_tables: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    A plain class, not a dataclass: this module may be imported first in a job's process while it
+    ends, and a dataclass is made with ``exec``, which clears the interpreter's mark of an
+    unhandled KeyboardInterrupt: the job would then exit 1 instead of by SIGINT (130) as it does
+    bare (tests/test_robustness.py, SIGINT to the job)."""
+
+    def __init__(self, passed: frozenset[str] = frozenset(), db_tables: dict[str, list[str]] | None = None) -> None:
+        self.passed = passed
+        self.db_tables = db_tables if db_tables is not None else {}
 
 
 def sound_files(output: str) -> Sound:
