@@ -43,21 +43,21 @@ def install(torch_module) -> None:
     profile = getattr(getattr(getattr(torch_module, "autograd", None), "profiler", None), "profile", None)
     if profile is None or not all(hasattr(profile, name) for name in ("_prepare_trace", "_start_trace", "__exit__")):
         return
-    for name, before in (("_prepare_trace", _job_profiler_entering), ("_start_trace", _job_profiler_entering)):
-        if not _in_place(profile, name, before):
-            setattr(profile, name, _entering(getattr(profile, name)))
-    if not _in_place(profile, "__exit__", _active.discard):
+    if not _in_place(profile._prepare_trace, _job_profiler_entering):
+        profile._prepare_trace = _entering(profile._prepare_trace)
+    if not _in_place(profile._start_trace, _job_profiler_entering):
+        profile._start_trace = _entering(profile._start_trace)
+    if not _in_place(profile.__exit__, _active.discard):
         profile.__exit__ = _exiting(profile.__exit__)
 
 
-def _in_place(profile, name: str, before) -> bool:
+def _in_place(method, before) -> bool:
     """``before(self)`` at the start of the method's own code (inplace.py), so that a traceback or
     a warning from inside the job's profiler has no frame of ours (about 2 ms a method, once a
     process); False where that cannot be done, and the method gets a wrapper instead."""
     from npuprof_launch.inprocess import inplace
 
-    method = vars(profile).get(name)
-    return method is not None and inplace.count_in_place(method, before, _nothing, ("self",), thorough=False)
+    return inplace.count_in_place(method, before, _nothing, ("self",), thorough=False)
 
 
 def _nothing(_self) -> None:
