@@ -142,6 +142,7 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
             "ranks_compared": named["ranks_compared"],
             "steps_last_often": named["steps_last_often"],
             "halves_last_in": named["halves_last_in"],
+            "early_ranks": named.get("early_ranks", []),
             "group": named["group"],
             "p_value": named["p_value"],
             "level": each["level"],
@@ -152,7 +153,7 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
             "host": each.get("host"),
             "read_from": read or None,
             "evidence": f"in {window} it was the last in {_counts(named, each)}: the others waited "
-            f"{wait_s * 1e3:.1f} ms a step longer{host}{source}",
+            f"{wait_s * 1e3:.1f} ms a step longer{host}{source}{_early_text(named)}",
         }
         found.append((process, finding))
     if found:
@@ -489,3 +490,11 @@ def recorded_steps(process: dict) -> int:
         for w in process.get("windows") or ()
         if w.get("first_step") is not None
     )
+
+
+def _early_text(named: dict) -> str:
+    """What the chance was taken against, where a rank always early was left out of it (collectives._early)."""
+    early = named.get("early_ranks") or []
+    if not early:
+        return ""
+    return f"; chance among the ranks but {', '.join(map(str, early))}, which reached the rounds first beyond chance"
