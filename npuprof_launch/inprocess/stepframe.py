@@ -51,7 +51,6 @@ def dress(like_torch: Callable, torch_source: tuple[list[str], int], torch_file:
     would not be the same code, or the source on disk is not the running ``like_torch``."""
     import __future__
 
-    import inspect
     import types
 
     from npuprof_launch.inprocess import inplace
@@ -59,7 +58,7 @@ def dress(like_torch: Callable, torch_source: tuple[list[str], int], torch_file:
     ours = _parsed(*_lines(like_torch))
     theirs = _parsed(*torch_source)
     flags = __future__.annotations.compiler_flag
-    compiled = compile(ours, inspect.getsourcefile(like_torch) or "", "exec", flags=flags, dont_inherit=True)
+    compiled = compile(ours, like_torch.__code__.co_filename, "exec", flags=flags, dont_inherit=True)
     plain = _code_of(compiled, like_torch.__code__)
     if plain is None or not inplace._same_code(plain, like_torch.__code__):
         return None  # the source on disk is not the running code
@@ -69,10 +68,10 @@ def dress(like_torch: Callable, torch_source: tuple[list[str], int], torch_file:
     _place(our_def, their_def)
     _place_factory(ours.body[0], theirs.body[0], our_def)
     compiled = compile(ours, torch_file, "exec", flags=flags, dont_inherit=True)
-    factory = _code_of(compiled, like_torch.__code__, where=False)
+    factory = _code_of(compiled, like_torch.__code__)
     if factory is None or not inplace._same_code(factory, like_torch.__code__, where=False):
         return None
-    if qualname is not None:  # 3.11: tracebacks of 3.13 name the wrapper by its qualified name
+    if qualname is not None:  # code has a qualified name from 3.11: torch's, as a traceback may show it
         consts = tuple(
             const.replace(co_qualname=qualname) if getattr(const, "co_name", None) == "wrapper" else const
             for const in factory.co_consts
@@ -122,14 +121,10 @@ def _inner_def(tree):
     return found[0] if len(found) == 1 else None
 
 
-def _code_of(code, original, where: bool = True):
-    """The factory's code in a module's code (by name; and by first line where ``where``)."""
-    found = [
-        const
-        for const in code.co_consts
-        if getattr(const, "co_name", None) == original.co_name
-        and (not where or const.co_firstlineno == original.co_firstlineno)
-    ]
+def _code_of(code, original):
+    """The factory's code in the code of a module that holds it alone (by name: its first line is
+    torch's once placed, and ``inplace._same_code`` compares the rest)."""
+    found = [const for const in code.co_consts if getattr(const, "co_name", None) == original.co_name]
     return found[0] if len(found) == 1 else None
 
 
