@@ -19,7 +19,7 @@ from npuprof_launch.inprocess import cpuwait
 JOB = [script("cpu_contention.py"), "--steps", "60", "--contended-step", "12", "--sleep-step", "30"]
 
 
-@pytest.mark.skipif(cpuwait.read_wait_ns() is None, reason="this kernel keeps no run-queue counter per thread")
+@pytest.mark.skipif(cpuwait.read_ns() is None, reason="this kernel keeps no run-queue counter per thread")
 def test_a_step_spent_waiting_for_a_cpu_is_told_apart_and_a_sleep_is_the_jobs_spike(tmp_path):
     out = str(tmp_path / "out")
     result = profiled_against_bare(JOB, ["--skip-first", "45", "--active", "2"], out=out).profiled

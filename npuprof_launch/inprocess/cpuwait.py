@@ -14,8 +14,14 @@ per-step path reads no clock for it), never every step: one read is a few micros
 second a few hundredths of a percent of a core. The block
 ``[first, last, seconds]`` holds steps ``first..last`` of this process (numbered as the step times
 are). Kept: the ``KEPT`` largest waits of ``KEPT_S`` or more; every block not kept waited at most
-``at_most_s``, a bound the report may use as well as a reading. Standard library only: this runs in
-every process of the job.
+``at_most_s``, a bound the report may use as well as a reading.
+
+The same line's first field is the time the thread ran on a CPU. Kept for each block of one step
+(each profiled step is one: lockstep.py), ``RAN_KEPT`` of them at most: in lockstep every rank's
+step takes as long as the slowest one's, and where the machine is shared, the order in which ranks
+reach a collective moves with the scheduler; the time a rank's stepping thread ran does not. A rank
+that computes 30 % more runs 30 % longer in each step, whoever held the cores (lockstep.py). Standard
+library only: this runs in every process of the job.
 """
 
 from __future__ import annotations
@@ -32,21 +38,25 @@ BLOCK_S = 0.1
 #: The blocks kept (the longest waits), and the least wait kept: a spike is 5 ms long at least.
 KEPT = 64
 KEPT_S = 0.005
+#: The one-step blocks whose time on a CPU is kept (the first ones: a window's steps, in order).
+RAN_KEPT = 512
 
 
-def read_wait_ns(path: str = SCHEDSTAT) -> int | None:
-    """The calling thread's run-queue wait so far, in ns; None where the kernel does not say."""
+def read_ns(path: str = SCHEDSTAT) -> tuple[int, int] | None:
+    """The calling thread's time on a CPU and its run-queue wait so far, in ns; None where the
+    kernel does not say."""
     try:
         with open(path, "rb") as handle:
-            return int(handle.read().split()[1])
-    except (OSError, ValueError, IndexError):
+            ran, wait = handle.read().split()[:2]
+        return int(ran), int(wait)
+    except (OSError, ValueError):
         return None
 
 
 class CpuWait:
     """The run-queue waits of one session's stepping thread, block by block."""
 
-    def __init__(self, read=read_wait_ns) -> None:
+    def __init__(self, read=read_ns) -> None:
         self._read = read
         #: The step count at which the next reading is due (the session calls at it).
         self.at: float = 1
@@ -55,21 +65,26 @@ class CpuWait:
         self.dropped_s = 0.0
         #: The steps the readings cover, as [first, last] ranges (a change of thread leaves a gap).
         self.covered: list[list[int]] = []
-        self._last: tuple[int, int, int] | None = None  # (step, wait ns, thread)
+        #: ``[step, seconds]``: the time the thread ran on a CPU in each one-step block.
+        self.ran: list[list] = []
+        self._last: tuple[int, int, int, int] | None = None  # (step, wait ns, thread, ran ns)
 
     def note(self, steps: int, times: list[float]) -> None:
         """At the boundary that ended step ``steps``: close the block since the last reading (on the
         same thread: a reading is the calling thread's own) and plan the next."""
-        wait_ns = self._read()
-        if wait_ns is None:
+        read = self._read()
+        if read is None:
             self.at = float("inf")
             return
+        ran_ns, wait_ns = read
         thread = threading.get_ident()
         last = self._last
         if last is not None and last[2] == thread and steps > last[0]:
             self._cover(last[0] + 1, steps)
             self._keep(last[0] + 1, steps, (wait_ns - last[1]) / 1e9)
-        self._last = (steps, wait_ns, thread)
+            if steps == last[0] + 1 and len(self.ran) < RAN_KEPT:
+                self.ran.append([steps, round((ran_ns - last[3]) / 1e9, 6)])
+        self._last = (steps, wait_ns, thread, ran_ns)
         self.at = steps + steptiming.steps_in(BLOCK_S, steptiming.recent_step_s(times))
 
     def _cover(self, first: int, last: int) -> None:
@@ -87,11 +102,13 @@ class CpuWait:
 
     def record(self) -> dict | None:
         """The record's ``cpu_wait``: the kept ``blocks``, the ``covered`` steps and the bound
-        ``at_most_s`` on the other blocks in them; None where no block was read."""
+        ``at_most_s`` on the other blocks in them, and ``ran``, the one-step blocks' time on a CPU;
+        None where no block was read."""
         if not self.covered:
             return None
         return {
             "blocks": [list(block) for block in self.kept],
             "covered": [list(span) for span in self.covered],
             "at_most_s": max(KEPT_S, self.dropped_s),
+            "ran": [list(one) for one in self.ran],
         }

@@ -123,7 +123,8 @@ def judge(
     passed the test, named or not), ``top`` (the most often waited for, and its test), ``decided`` (a
     rank passed, or the window held enough rounds that one waited for in DESIGN_SHARE of them would
     have), ``rounds`` and ``collectives`` (the matched ones of the largest group), ``ranks_compared``,
-    ``steps``, ``per_step`` (rounds), and when too few ``needed`` and ``window_steps``, the window
+    ``steps``, ``per_step`` (rounds), ``last_by_rank`` (the rounds of the largest group that waited
+    for each of its ranks), and when too few ``needed`` and ``window_steps``, the window
     that would hold them; ``host`` when the ranks named are most of one host's ranks and none is
     elsewhere, in a job of several hosts."""
     groups = _matched(waits, cpu or {})
@@ -136,6 +137,7 @@ def judge(
     per_step = len(main.rounds) / len(main.per_step)
     verdict.update(rounds=len(main.rounds), collectives=len(main.keys), ranks_compared=len(main.members))
     verdict.update(steps=len(main.per_step), per_step=per_step)
+    verdict["last_by_rank"] = {rank: main.last.get(rank, 0) for rank in main.members}
     for group in groups:
         passed = []
         early = _early(group)
@@ -184,7 +186,7 @@ def judge(
         verdict["decided"] = True
     else:
         verdict.update(needed=needed, window_steps=math.ceil(needed / per_step))
-    verdict["host"] = _host(verdict["named"], hosts, list(waits))
+    verdict["host"] = slow_host(verdict["named"], hosts, list(waits))
     return verdict
 
 
@@ -335,7 +337,7 @@ def _median_without(values: list[float], one: float) -> float:
     return at(middle) if size % 2 else (at(middle - 1) + at(middle)) / 2
 
 
-def _host(named: list[dict], hosts: Mapping[int, str | None] | None, ranks: list[int]) -> str | None:
+def slow_host(named: list[dict], hosts: Mapping[int, str | None] | None, ranks: list[int]) -> str | None:
     """The host of the ranks named, where they are most of its ranks and it is one of several."""
     if not named or not hosts or len({hosts.get(rank) for rank in ranks}) < 2:
         return None

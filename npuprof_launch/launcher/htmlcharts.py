@@ -374,7 +374,11 @@ def _nice_counts():
 
 
 #: How a slow rank was named, by its finding's rule (lockstep.py) or method.
-HOW_NAMED = {"step_times": "by its step times", "per_collective": "by who arrived last, collective by collective"}
+HOW_NAMED = {
+    "step_times": "by its step times",
+    "per_collective": "by who arrived last, collective by collective",
+    "cpu_time": "by its time on a CPU, step by step",
+}
 
 
 def median_chart(grid: Grid, job: dict) -> str:

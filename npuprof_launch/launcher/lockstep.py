@@ -16,14 +16,18 @@ traces (report.py).
 from __future__ import annotations
 
 from npuprof_launch.common import findings, stepstats
-from npuprof_launch.launcher import collectives
+from npuprof_launch.launcher import collectives, cputime
 
 #: The rule a finding or "no rank stands out" rests on (its evidence's ``rule``).
 PER_COLLECTIVE = "per_collective"
 TOTAL_TIME = "total_time"
+CPU_TIME = "cpu_time"
 #: Where a report row holds its window's collectives (collectives.Collective each) while
 #: the job's view is made; report.py takes them out after: they are no part of the row's JSON.
 COLLECTIVES = "_collectives"
+#: ...and whether they were all gloo's (tensors on the CPU: the stepping thread's time on a CPU is
+#: its compute; with NCCL it is kernel launches and a spin at each synchronization).
+ON_CPU = "_on_cpu"
 #: Each collective apart, from windows of this many recorded steps: in one step, a rank the machine
 #: or the job held back once is the last in every collective after that moment.
 EACH_MIN_STEPS = 2
@@ -59,6 +63,12 @@ ONE_OFF_WAIT_STEPS = 3.0
 #: this many times the others' at least: their profilers cost them alike, so a rank whose own time
 #: the profiler alone made long has no such margin (tried: a 0.5 ms job's recorded steps took 40 ms).
 ONE_OFF_WORK_RATIO = 3.0
+#: A rank whose thread ran longest on a CPU is not named when the rounds of collectives waited for
+#: it less often than this lower tail of chance allows: the rounds say the others waited for
+#: someone else. Not "at least as often as chance": beside two CPU hogs the order moves so much that a
+#: rank on 30 % more rows was the last in 5 of 13 rounds at 4 ranks (3.25 by chance) and alike ranks
+#: in 6 of 13.
+LAST_LEVEL = 0.05
 
 
 def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None, dict]:
@@ -66,20 +76,33 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None, 
     the ranks are in lockstep and none is named; and that verdict's evidence (its ``rule``, counts).
 
     Each collective apart first (collectives.judge, _by_each), where every rank's window tells them
-    and holds EACH_MIN_STEPS recorded steps; its verdict stands where it names a rank or held
-    enough rounds of collectives to. Else the total time in collectives (_by_total_time), which
-    says, when the rounds were too few, how many there were and which window would hold enough."""
+    and holds EACH_MIN_STEPS recorded steps; where it names no rank, the time each rank's stepping
+    thread ran on a CPU (cputime.judge, _by_cpu_time), in a job whose collectives are gloo's; then
+    the verdict of each collective apart stands where it held enough rounds to name a rank. Else
+    the total time in collectives (_by_total_time), which says, when the rounds were too few, how
+    many there were and which window would hold enough. A "no rank stands out" adds what the time
+    on a CPU showed."""
     measured = _measured(group)
     if len(measured) < 2:
         return [], None, {}
     each = _each(measured)
-    if each is not None and each["decided"]:
+    if each is not None and each["named"]:
         return _by_each(measured, each)
-    found, why = _by_total_time(measured)
-    short = _too_few(each)
-    for _, finding in found:
-        finding.update(rule=TOTAL_TIME, **short)
-    return found, why, ({"rule": TOTAL_TIME, **short} if why is not None else {})
+    ran, ran_why, ran_top = _by_cpu_time(measured, each)
+    if ran:
+        return ran, None, {}
+    if each is not None and each["decided"]:
+        found, why, evidence = _by_each(measured, each)
+    else:
+        found, why = _by_total_time(measured)
+        short = _too_few(each)
+        for _, finding in found:
+            finding.update(rule=TOTAL_TIME, **short)
+        evidence = {"rule": TOTAL_TIME, **short} if why is not None else {}
+    if why is not None and ran_why:
+        why += f"; {ran_why}"
+        evidence["cpu_time"] = ran_top
+    return found, why, evidence
 
 
 def too_few_text(verdict: dict) -> str:
@@ -173,6 +196,66 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
     if top:
         evidence.update(rank=top["rank"], last_in=top["last_in"], p_value=top["p_value"])
     return [], why, evidence
+
+
+def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[dict, dict]], str | None, dict]:
+    """In lockstep, where every rank's collectives are gloo's and its stepping thread's time on a CPU
+    is known in its recorded steps: the ranks that ran longer than chance allows (cputime.judge),
+    each named unless the rounds of collectives waited for it less often than chance allows
+    (LAST_LEVEL: its extra work hidden behind another rank's wait, or a thread that runs longer for
+    spinning while it waits); else what the time
+    showed, for "no rank stands out", and its evidence. Nothing where the judge could not be made.
+
+    Not the time in collectives: beside two CPU hogs a rank on 30 % more rows, the longest on a CPU
+    in 13 of 13 steps at 1.30x, spent 1170 ms of its window in them against 1104-1182 ms; each
+    rank's gloo threads wait for a CPU there too."""
+    if each is None or not all(p.get(ON_CPU) for p in measured):
+        return [], None, {}
+    if stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in measured), 0.5) < COLLECTIVE_SHARE:
+        return [], None, {}
+    ran = {p["rank"]: cputime.ran_by_step(p) for p in measured}
+    if len(ran) < len(measured) or not all(ran.values()):  # two rows of one rank, or a rank without readings
+        return [], None, {}
+    verdict = cputime.judge(ran)
+    by_rank = {p["rank"]: p for p in measured}
+    found = []
+    hosts = {p["rank"]: p.get("host") for p in measured}
+    host = collectives.slow_host(verdict["named"], hosts, list(ran))
+    for named in verdict["named"]:
+        process = by_rank[named["rank"]]
+        last = each["last_by_rank"].get(named["rank"])
+        chance = 1 / max(len(each["last_by_rank"]), 1)
+        if last is None or 1 - collectives.binomial_tail(last + 1, each["rounds"], chance) < LAST_LEVEL:
+            continue
+        window = process.get("window_label") or "its window"
+        at = f"; so are most ranks of its host, {host}" if host else ""
+        finding = {
+            "method": "collectives",
+            "rule": CPU_TIME,
+            **named,
+            "level": verdict["level"],
+            "test": verdict["test"],
+            "last_in": last,
+            "rounds": each["rounds"],
+            "host": host,
+            "evidence": f"in {window} its stepping thread ran on a CPU {cputime.text(named)}, and it was the last in "
+            f"{last} of {each['rounds']} rounds of collectives: in lockstep the others wait for its work, "
+            f"{named['extra_per_step_s'] * 1e3:.1f} ms a step{at}",
+        }
+        found.append((process, finding))
+    top = verdict["top"]
+    if found or top is None:
+        return found, None, {}
+    why = f"by time on a CPU, rank {top['rank']} ran {cputime.text(top)}"
+    if top["p_value"] < verdict["level"] and top["ratio"] < cputime.RATIO:
+        why += f", under the {cputime.RATIO:g}x by which alike ranks' threads can differ on a shared machine"
+    elif top["p_value"] < verdict["level"] and top in verdict["named"]:
+        last = each["last_by_rank"].get(top["rank"])
+        why += f", but it was the last in {last} of {each['rounds']} rounds of collectives only: they waited for others"
+    elif verdict["steps"] < verdict["needed"]:
+        why += f"; {verdict['steps']} steps compared, {verdict['needed']} needed"
+    evidence = {key: top[key] for key in ("rank", "longest_in", "steps", "p_value", "ratio")}
+    return [], why, {**evidence, "level": verdict["level"], "steps_needed": verdict["needed"]}
 
 
 def _counts(named: dict, each: dict) -> str:

@@ -95,6 +95,8 @@ def check(
             collectives = tracecollectives.of(summary.get("collectives"))
             if collectives is not None:
                 process.setdefault(lockstep.COLLECTIVES, []).extend(collectives)
+                on_cpu = summary["collectives"].get("by") == tracecollectives.BY_ORDER  # gloo's: CPU tensors
+                process[lockstep.ON_CPU] = process.get(lockstep.ON_CPU, True) and on_cpu
             for name, us in (summary.get("self_time_us") or {}).items():
                 self_times[name] = self_times.get(name, 0.0) + us
         if window.get("traces"):

@@ -15,14 +15,15 @@ from npuprof_launch.launcher import jobview
 
 
 class Kernel:
-    """A stand-in for the kernel's run-queue counter: the test says how much each block waited."""
+    """A stand-in for the kernel's counters: the test says how much each block ran and waited."""
 
     def __init__(self) -> None:
         self.ns = 0
+        self.ran_ns = 0
         self.works = True
 
     def read(self):
-        return self.ns if self.works else None
+        return (self.ran_ns, self.ns) if self.works else None
 
 
 def test_a_block_runs_from_the_step_after_a_reading_to_the_next_and_only_waits_of_5_ms_are_kept():
@@ -37,7 +38,24 @@ def test_a_block_runs_from_the_step_after_a_reading_to_the_next_and_only_waits_o
     kernel.ns += 40_000_000
     wait.note(12, times[:12])
     assert wait.kept == [[3, 12, 0.04]]
-    assert wait.record() == {"blocks": [[3, 12, 0.04]], "covered": [[2, 12]], "at_most_s": cpuwait.KEPT_S}
+    assert wait.record() == {
+        "blocks": [[3, 12, 0.04]],
+        "covered": [[2, 12]],
+        "at_most_s": cpuwait.KEPT_S,
+        "ran": [[2, 0.0]],
+    }
+
+
+def test_the_time_on_a_cpu_is_kept_for_each_block_of_one_step_only():
+    """A window's steps are blocks of one step each (the session reads at each): their time on a
+    CPU is what lockstep.py compares across ranks; a block of several steps says nothing per step."""
+    kernel = Kernel()
+    wait = cpuwait.CpuWait(kernel.read)
+    wait.note(1, [])
+    for step, ran_ms in ((2, 20), (3, 26), (7, 80), (8, 21)):
+        kernel.ran_ns += ran_ms * 1_000_000
+        wait.note(step, [])
+    assert wait.record()["ran"] == [[2, 0.02], [3, 0.026], [8, 0.021]], "steps 4-7 are one block"
 
 
 def test_the_longest_waits_are_kept_and_the_rest_bounded_by_the_longest_dropped():
@@ -74,10 +92,12 @@ def test_a_reading_on_another_thread_starts_anew_and_a_kernel_without_the_counte
 
 def test_the_real_counter_is_read_here():
     """This machine's kernel keeps the counter (Linux): the readings are of a real thread."""
-    first = cpuwait.read_wait_ns()
-    assert isinstance(first, int) and first >= 0
-    assert cpuwait.read_wait_ns() >= first
-    assert cpuwait.read_wait_ns("/nonexistent/schedstat") is None
+    ran, waited = cpuwait.read_ns()
+    assert isinstance(waited, int) and waited >= 0 and ran > 0
+    sum(range(10**6))
+    again = cpuwait.read_ns()
+    assert again[1] >= waited and again[0] > ran, "it ran the sum in between"
+    assert cpuwait.read_ns("/nonexistent/schedstat") is None
 
 
 def durations_with(slow: dict[int, float], steps: int = 40) -> list[float]:

@@ -293,7 +293,7 @@ def test_the_cpu_wait_is_read_at_the_boundaries_of_each_profiled_step(tmp_path):
 
     made, _ = session(tmp_path, **{"skip-first": 10, "active": 2})
     reads = iter(range(0, 10**12, 10**7))  # 10 ms more at each reading
-    made.cpu_wait = cpuwait.CpuWait(read=lambda: next(reads))
+    made.cpu_wait = cpuwait.CpuWait(read=lambda: (0, next(reads)))
     while made.steps < 16:
         made.steps = max(made.steps, int(made.call_at) - 1)  # what the lean hook counts alone
         made.step_ended(inside_range=True)

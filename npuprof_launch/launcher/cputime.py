@@ -1,0 +1,109 @@
+"""In lockstep, the rank the others wait for, told by the time its stepping thread ran on a CPU.
+
+Each collective apart (collectives.py) reads who arrived last; on a shared machine that order moves
+with the scheduler: beside two CPU hogs on 2 cores, a 4-rank DDP rank computing on 30 % more rows
+was the last in about half of the rounds, and no test on orders alone names it from 13 rounds
+(docs/benchmarks.md, F11). The kernel keeps, per thread, the time it ran (inprocess/cpuwait.py reads
+it at each profiled step's boundaries); that time is the rank's own work, whoever held the cores. In
+the same runs that rank's stepping thread ran 1.24-1.32x the others' median in every one of its
+steps, and alike ranks differed by 5 % at most (rank 3 of a healthy run, 24.8 ms against 23.7 ms,
+the longest in 10 of 13 steps).
+
+So a rank is named when its thread ran longest in more of the window's steps than chance allows
+among alike ranks (1 in n each step: a binomial test, times the ranks tested, as collectives.judge's)
+and its median step ran RATIO times the others' median at least, and NOISE_S longer: a margin three
+times what alike ranks showed. Then the next among the rest, so that two slow ranks are both named.
+Its extra run time a step is the effect. lockstep.py adds what this cannot know: that the rank did
+not wait longer in collectives than the others (a thread that spins while it waits runs longer for
+waiting). The steps are the job's, matched across ranks; each rank's time is on its own clock.
+Standard library only, linear in ranks times steps (``--check`` over 1024 ranks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from npuprof_launch.common import stepstats
+from npuprof_launch.launcher import collectives
+
+#: The test's level, as the collectives' (times the ranks tested).
+LEVEL = collectives.LEVEL
+TEST = "the longest time on a CPU in more steps than chance: binomial against 1 in n, times the ranks tested"
+#: The least ratio of the rank's median step on a CPU to the others' median: alike ranks beside two
+#: CPU hogs differed by up to 1.05 (a rank's cache and core shared with others, for a window).
+RATIO = 1.15
+#: ...and the least extra time a step: less is within one time slice of the scheduler.
+NOISE_S = 0.001
+
+
+def judge(ran: Mapping[int, Mapping[int, float]], *, level: float = LEVEL) -> dict[str, Any]:
+    """Which ranks, if any, ran longer on a CPU than chance allows, from ``ran``: each rank's time on
+    a CPU by step (the job's numbering).
+
+    Compared: the steps every rank holds. Returns ``named`` (each with ``rank``, ``longest_in``,
+    ``steps``, ``ranks_compared``, ``p_value``, ``ran_per_step_s``, ``others_ran_per_step_s``,
+    ``ratio``, ``extra_per_step_s``), ``top`` (the first rank tested, named or not, with the same),
+    ``steps``, ``level``, ``test``, and ``needed``: the steps a window must hold for a rank the
+    longest in DESIGN_SHARE of them to pass (collectives.least_rounds)."""
+    ranks = sorted(ran)
+    steps = sorted(set.intersection(*(set(ran[rank]) for rank in ranks))) if ranks else []
+    verdict: dict[str, Any] = {"named": [], "top": None, "steps": len(steps), "level": level, "test": TEST}
+    verdict["needed"] = collectives.least_rounds(max(len(ranks), 2), max(len(ranks), 1), level)
+    if len(ranks) < 2 or not steps:
+        return verdict
+    medians = {rank: stepstats.quantile(sorted(ran[rank][step] for step in steps), 0.5) for rank in ranks}
+    left = list(ranks)
+    while len(left) >= 2:
+        found = _longest(ran, steps, left, medians, tested=len(ranks))
+        if verdict["top"] is None:
+            verdict["top"] = found
+        if found["p_value"] >= level or found["ratio"] < RATIO or found["extra_per_step_s"] < NOISE_S:
+            break
+        verdict["named"].append(found)
+        left.remove(found["rank"])
+    return verdict
+
+
+def _longest(ran: Mapping[int, Mapping[int, float]], steps: list[int], ranks: list[int], medians, tested: int) -> dict:
+    """The rank of ``ranks`` whose thread ran longest in most ``steps``, with its test and effect."""
+    counts = dict.fromkeys(ranks, 0)
+    for step in steps:
+        counts[max(ranks, key=lambda rank: ran[rank][step])] += 1
+    rank = max(ranks, key=lambda one: (counts[one], medians[one]))
+    others = stepstats.quantile(sorted(medians[one] for one in ranks if one != rank), 0.5)
+    p_value = min(1.0, tested * collectives.binomial_tail(counts[rank], len(steps), 1 / len(ranks)))
+    return {
+        "rank": rank,
+        "longest_in": counts[rank],
+        "steps": len(steps),
+        "ranks_compared": len(ranks),
+        "p_value": p_value,
+        "ran_per_step_s": medians[rank],
+        "others_ran_per_step_s": others,
+        "ratio": round(medians[rank] / others, 3) if others > 0 else 0.0,
+        "extra_per_step_s": medians[rank] - others,
+    }
+
+
+def text(named: dict) -> str:
+    """ "31.0 ms a step against 24.9 ms on the others (1.25x), the longest in 13 of 13 steps (1 in 4
+    by chance; p = 2.7e-08, level 0.001)"."""
+    return (
+        f"{named['ran_per_step_s'] * 1e3:.1f} ms a step against {named['others_ran_per_step_s'] * 1e3:.1f} ms on "
+        f"the others ({named['ratio']:.2f}x), the longest in {named['longest_in']} of {named['steps']} steps (1 in "
+        f"{named['ranks_compared']} by chance; p = {named['p_value']:.2g}, level {LEVEL:g})"
+    )
+
+
+def ran_by_step(process: dict) -> dict[int, float]:
+    """The time the process's stepping thread ran on a CPU in each recorded step that was a block
+    of readings of its own (the job's numbering; the readings count the process's steps)."""
+    offset = process.get("step_offset") or 0
+    ran = {int(step) + offset: float(seconds) for step, seconds in (process.get("cpu_wait") or {}).get("ran") or ()}
+    recorded: set[int] = set()
+    for window in process.get("windows") or ():
+        first = window.get("first_step")
+        if first is not None:
+            recorded.update(range(first, (window.get("last_step") or first) + 1))
+    return {step: seconds for step, seconds in ran.items() if step in recorded}

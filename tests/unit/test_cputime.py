@@ -1,0 +1,115 @@
+"""In lockstep, the rank the others wait for, told by its stepping thread's time on a CPU
+(launcher/cputime.py, and lockstep.py where the rounds of collectives are weighed beside it)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from npuprof_launch.launcher import collectives, cputime, jobview, lockstep, report
+
+
+def ran_of(ranks: int, steps: int, slow: dict[int, float] | None = None, seed: int = 0, spread: float = 0.03):
+    """Each rank's time on a CPU in steps 4 on: 24 ms, a normal ``spread`` of it from step to step,
+    times ``slow[rank]``."""
+    rng = random.Random(seed)
+    slow = slow or {}
+    return {
+        rank: {step: 0.024 * slow.get(rank, 1.0) * (1 + rng.gauss(0, spread)) for step in range(4, 4 + steps)}
+        for rank in range(ranks)
+    }
+
+
+def test_a_rank_that_runs_longest_in_every_step_by_30_percent_is_named_with_its_test_and_effect():
+    verdict = cputime.judge(ran_of(4, 13, {2: 1.3}))
+    (named,) = verdict["named"]
+    assert named["rank"] == 2 and named["longest_in"] == named["steps"] == 13 and named["ranks_compared"] == 4
+    assert math.isclose(named["p_value"], 4 * 0.25**13) and named["p_value"] < verdict["level"] == 0.001
+    assert 1.2 < named["ratio"] < 1.4 and 0.005 < named["extra_per_step_s"] < 0.009
+    assert verdict["top"] is named and verdict["needed"] == 13
+
+
+def test_a_rank_always_longest_by_5_percent_is_within_what_alike_ranks_differ_by():
+    """Seen beside two CPU hogs: a healthy rank 1.05x the others, the longest in 10 of 13 steps."""
+    verdict = cputime.judge(ran_of(4, 13, {3: 1.05}, spread=0.005))
+    assert verdict["named"] == []
+    top = verdict["top"]
+    assert top["rank"] == 3 and top["p_value"] < verdict["level"] and top["ratio"] < cputime.RATIO
+
+
+def test_alike_ranks_and_a_window_too_short_name_no_one():
+    for seed in range(20):
+        assert cputime.judge(ran_of(4, 13, seed=seed))["named"] == [], seed
+    short = cputime.judge(ran_of(4, 3, {2: 2.0}))
+    assert short["named"] == [] and short["top"]["longest_in"] == 3 and short["top"]["p_value"] > 0.001
+    assert short["steps"] == 3 and short["needed"] == 13
+
+
+def test_two_slow_ranks_are_both_named_and_only_steps_every_rank_holds_are_compared():
+    ran = ran_of(8, 30, {1: 1.5, 6: 2.0})
+    del ran[0][10]
+    verdict = cputime.judge(ran)
+    assert [named["rank"] for named in verdict["named"]] == [6, 1]
+    assert verdict["steps"] == 29 and verdict["named"][1]["ranks_compared"] == 7
+
+
+def test_judging_1024_ranks_names_the_slow_one():
+    verdict = cputime.judge(ran_of(1024, 13, {700: 1.5}))
+    assert [named["rank"] for named in verdict["named"]] == [700]
+
+
+def waits(ranks: int, steps: int, last: dict[int, int], seed: int = 0) -> dict[int, list]:
+    """One DDP round a step (steps 4 on), each waited for the rank ``last`` gives for its step
+    (else a random one): that rank reaches it 10 ms after the others."""
+    rng = random.Random(seed)
+    found: dict[int, list] = {rank: [] for rank in range(ranks)}
+    for step in range(4, 4 + steps):
+        late = last.get(step, rng.randrange(ranks))
+        reach = {rank: rng.uniform(0, 0.002) + (0.01 if rank == late else 0.0) for rank in range(ranks)}
+        done = max(reach.values()) + 0.001
+        for rank in range(ranks):
+            key = f"gloo:all_reduce@{step}#0"
+            found[rank].append(collectives.Collective(key, "gloo:all_reduce", step, done - reach[rank], reach[rank]))
+    return found
+
+
+def row(rank: int, collectives_of: list, ran: dict[int, float], on_cpu: bool = True) -> dict:
+    """A report row of a 13-step window (steps 4-16) in lockstep, with its collectives and its
+    stepping thread's time on a CPU in each step (the record's ``cpu_wait.ran``)."""
+    window = {"first_step": 4, "last_step": 16, "complete": True, "traces": []}
+    stats = {"median_s": 0.05, "max_s": 0.06, "spikes": []}
+    found = {"rank": rank, "host": "vm", "steps": 30, "windows": [window], "step_stats": stats}
+    found.update(collective_s=0.3, window_s=0.65, window_label="steps 4-16")
+    found["cpu_wait"] = {"blocks": [], "covered": [[1, 30]], "at_most_s": 0.0, "ran": [[s, t] for s, t in ran.items()]}
+    found[lockstep.COLLECTIVES] = collectives_of
+    found[lockstep.ON_CPU] = on_cpu
+    return found
+
+
+def test_in_lockstep_the_rank_longest_on_a_cpu_is_named_where_the_rounds_name_no_one():
+    """Rank 2 computes 30 % more; the busy machine makes it the last in 5 of 13 rounds only."""
+    ran = ran_of(4, 13, {2: 1.3})
+    rounds = waits(4, 13, {4: 2, 6: 2, 9: 2, 12: 2, 15: 2}, seed=1)
+    job = jobview.summarize([row(rank, rounds[rank], ran[rank]) for rank in range(4)])
+    (slow,) = job["slow_ranks"]
+    assert slow["rank"] == 2 and slow["method"] == "collectives" and slow["rule"] == lockstep.CPU_TIME
+    assert slow["longest_in"] == 13 and slow["last_in"] >= 5 and slow["rounds"] == 13
+    item = report._slow_rank_item(slow)
+    assert item["kind"] == "waited_for_rank" and item["evidence"]["rule"] == "cpu_time"
+    assert {"longest_in", "steps_compared", "p_value", "ratio", "extra_per_step_s", "last_in"} <= set(item["evidence"])
+    assert "its stepping thread ran on a CPU" in item["text"] and "the longest in 13 of 13 steps" in item["text"]
+
+
+def test_a_rank_the_rounds_waited_for_less_often_than_chance_or_threads_not_on_the_cpu_are_no_finding():
+    ran = ran_of(4, 13, {2: 1.3})
+    never = waits(4, 13, {step: 0 for step in range(4, 17)})  # rank 0 the last in every round
+    job = jobview.summarize([row(rank, never[rank], ran[rank]) for rank in range(4)])
+    assert [slow["rank"] for slow in job["slow_ranks"]] == [0] and job["slow_ranks"][0]["rule"] == "per_collective"
+    quiet = waits(4, 13, {step: (0 if step % 2 else 1) for step in range(4, 17)})  # ranks 0 and 1 only
+    job = jobview.summarize([row(rank, quiet[rank], ran[rank]) for rank in range(4)])
+    assert job["slow_ranks"] == [], job["slow_ranks"]
+    assert "rank 2 ran" in job["no_rank_stands_out"] and "the last in 0 of 13 rounds" in job["no_rank_stands_out"]
+    assert job["slow_rank_verdict"]["cpu_time"]["rank"] == 2
+    rounds = waits(4, 13, {4: 2, 6: 2, 9: 2, 12: 2, 15: 2}, seed=1)
+    nccl = jobview.summarize([row(rank, rounds[rank], ran[rank], on_cpu=False) for rank in range(4)])
+    assert nccl["slow_ranks"] == [] and "time on a CPU" not in nccl["no_rank_stands_out"]
