@@ -16,8 +16,8 @@ second a few hundredths of a percent of a core. The block
 are). Kept: the ``KEPT`` largest waits of ``KEPT_S`` or more; every block not kept waited at most
 ``at_most_s``, a bound the report may use as well as a reading.
 
-The same line's first field is the time the thread ran on a CPU. Kept for each block of one step
-(each profiled step is one: lockstep.py), ``RAN_KEPT`` of them at most: in lockstep every rank's
+The same line's first field is the time the thread ran on a CPU. Kept for each profiled step (a
+block of its own: lockstep.py), ``RAN_KEPT`` of them at most: in lockstep every rank's
 step takes as long as the slowest one's, and where the machine is shared, the order in which ranks
 reach a collective moves with the scheduler; the time a rank's stepping thread ran does not. A rank
 that computes 30 % more runs 30 % longer in each step, whoever held the cores (lockstep.py). Standard
@@ -38,7 +38,7 @@ BLOCK_S = 0.1
 #: The blocks kept (the longest waits), and the least wait kept: a spike is 5 ms long at least.
 KEPT = 64
 KEPT_S = 0.005
-#: The one-step blocks whose time on a CPU is kept (the first ones: a window's steps, in order).
+#: The profiled steps whose time on a CPU is kept (the first ones, in order).
 RAN_KEPT = 512
 
 
@@ -65,13 +65,14 @@ class CpuWait:
         self.dropped_s = 0.0
         #: The steps the readings cover, as [first, last] ranges (a change of thread leaves a gap).
         self.covered: list[list[int]] = []
-        #: ``[step, seconds]``: the time the thread ran on a CPU in each one-step block.
+        #: ``[step, seconds]``: the time the thread ran on a CPU in each profiled step.
         self.ran: list[list] = []
         self._last: tuple[int, int, int, int] | None = None  # (step, wait ns, thread, ran ns)
 
-    def note(self, steps: int, times: list[float]) -> None:
+    def note(self, steps: int, times: list[float], profiled: bool = False) -> None:
         """At the boundary that ended step ``steps``: close the block since the last reading (on the
-        same thread: a reading is the calling thread's own) and plan the next."""
+        same thread: a reading is the calling thread's own) and plan the next; ``profiled``: the
+        step was a window's, and its time on a CPU is kept when it is the block's one step."""
         read = self._read()
         if read is None:
             self.at = float("inf")
@@ -82,7 +83,7 @@ class CpuWait:
         if last is not None and last[2] == thread and steps > last[0]:
             self._cover(last[0] + 1, steps)
             self._keep(last[0] + 1, steps, (wait_ns - last[1]) / 1e9)
-            if steps == last[0] + 1 and len(self.ran) < RAN_KEPT:
+            if profiled and steps == last[0] + 1 and len(self.ran) < RAN_KEPT:
                 self.ran.append([steps, round((ran_ns - last[3]) / 1e9, 6)])
         self._last = (steps, wait_ns, thread, ran_ns)
         self.at = steps + steptiming.steps_in(BLOCK_S, steptiming.recent_step_s(times))
@@ -102,7 +103,7 @@ class CpuWait:
 
     def record(self) -> dict | None:
         """The record's ``cpu_wait``: the kept ``blocks``, the ``covered`` steps and the bound
-        ``at_most_s`` on the other blocks in them, and ``ran``, the one-step blocks' time on a CPU;
+        ``at_most_s`` on the other blocks in them, and ``ran``, the profiled steps' time on a CPU;
         None where no block was read."""
         if not self.covered:
             return None

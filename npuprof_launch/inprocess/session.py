@@ -240,7 +240,7 @@ class Session:
         if self.state == State.OFF:
             return
         if self.steps >= self.cpu_wait.at or self._due():  # and a block of each profiled step: lockstep.py
-            self.cpu_wait.note(self.steps, self.times)
+            self.cpu_wait.note(self.steps, self.times, profiled=self.window is not None)
         if self.idle.closed_at is not None:
             self._stepped_after_timeout()
         if self.steps >= self._checkpoint_at or self.steps >= self._poll_at:

@@ -42,20 +42,20 @@ def test_a_block_runs_from_the_step_after_a_reading_to_the_next_and_only_waits_o
         "blocks": [[3, 12, 0.04]],
         "covered": [[2, 12]],
         "at_most_s": cpuwait.KEPT_S,
-        "ran": [[2, 0.0]],
+        "ran": [],
     }
 
 
-def test_the_time_on_a_cpu_is_kept_for_each_block_of_one_step_only():
+def test_the_time_on_a_cpu_is_kept_for_each_profiled_step_that_is_a_block_of_its_own():
     """A window's steps are blocks of one step each (the session reads at each): their time on a
     CPU is what lockstep.py compares across ranks; a block of several steps says nothing per step."""
     kernel = Kernel()
     wait = cpuwait.CpuWait(kernel.read)
     wait.note(1, [])
-    for step, ran_ms in ((2, 20), (3, 26), (7, 80), (8, 21)):
+    for step, ran_ms, profiled in ((2, 20, True), (3, 26, True), (7, 80, True), (8, 21, True), (9, 30, False)):
         kernel.ran_ns += ran_ms * 1_000_000
-        wait.note(step, [])
-    assert wait.record()["ran"] == [[2, 0.02], [3, 0.026], [8, 0.021]], "steps 4-7 are one block"
+        wait.note(step, [], profiled=profiled)
+    assert wait.record()["ran"] == [[2, 0.02], [3, 0.026], [8, 0.021]], "steps 4-7 are one block, 9 not profiled"
 
 
 def test_the_longest_waits_are_kept_and_the_rest_bounded_by_the_longest_dropped():
