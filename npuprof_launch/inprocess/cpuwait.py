@@ -17,11 +17,12 @@ are). Kept: the ``KEPT`` largest waits of ``KEPT_S`` or more; every block not ke
 ``at_most_s``, a bound the report may use as well as a reading.
 
 The same line's first field is the time the thread ran on a CPU. Kept for each profiled step (a
-block of its own: lockstep.py), ``RAN_KEPT`` of them at most: in lockstep every rank's
-step takes as long as the slowest one's, and where the machine is shared, the order in which ranks
-reach a collective moves with the scheduler; the time a rank's stepping thread ran does not. A rank
-that computes 30 % more runs 30 % longer in each step, whoever held the cores (lockstep.py). Standard
-library only: this runs in every process of the job.
+block of its own: lockstep.py) and each of the ``RAN_AFTER`` steps after a window (read at each of
+their boundaries too: a few microseconds a step, after a window only), ``RAN_KEPT`` of them at most:
+in lockstep every rank's step takes as long as the slowest one's, and where the machine is shared,
+the order in which ranks reach a collective moves with the scheduler; the time a rank's stepping
+thread ran does not. A rank that computes 30 % more runs 30 % longer in each step, whoever held the
+cores (lockstep.py). Standard library only: this runs in every process of the job.
 """
 
 from __future__ import annotations
@@ -38,8 +39,12 @@ BLOCK_S = 0.1
 #: The blocks kept (the longest waits), and the least wait kept: a spike is 5 ms long at least.
 KEPT = 64
 KEPT_S = 0.005
-#: The profiled steps whose time on a CPU is kept (the first ones, in order).
+#: The steps whose time on a CPU is kept (the first ones, in order).
 RAN_KEPT = 512
+#: After each window, the steps read one by one: a default window's 3 steps are too few for the
+#: test (6 at 4 ranks, 11 at 2: lockstep.py), the job's next steps are the same work without the
+#: profiler. From the second step after the window: the first holds the profiler's stop and export.
+RAN_AFTER = 32
 
 
 def read_ns(path: str = SCHEDSTAT) -> tuple[int, int] | None:
@@ -68,6 +73,13 @@ class CpuWait:
         #: ``[step, seconds]``: the time the thread ran on a CPU in each profiled step.
         self.ran: list[list] = []
         self._last: tuple[int, int, int, int] | None = None  # (step, wait ns, thread, ran ns)
+        self._follow = (0, -1)  # the steps read one by one after a window (after_window)
+
+    def after_window(self, last: int) -> None:
+        """A window's last step was ``last``: read each boundary from the one that ends ``last + 1``
+        (the stop and the export) and keep the time on a CPU of steps ``last + 2`` on."""
+        self._follow = (last + 2, last + 1 + RAN_AFTER)
+        self.at = min(self.at, last + 1)
 
     def note(self, steps: int, times: list[float], profiled: bool = False) -> None:
         """At the boundary that ended step ``steps``: close the block since the last reading (on the
@@ -83,10 +95,13 @@ class CpuWait:
         if last is not None and last[2] == thread and steps > last[0]:
             self._cover(last[0] + 1, steps)
             self._keep(last[0] + 1, steps, (wait_ns - last[1]) / 1e9)
-            if profiled and steps == last[0] + 1 and len(self.ran) < RAN_KEPT:
+            followed = self._follow[0] <= steps <= self._follow[1]
+            if (profiled or followed) and steps == last[0] + 1 and len(self.ran) < RAN_KEPT:
                 self.ran.append([steps, round((ran_ns - last[3]) / 1e9, 6)])
         self._last = (steps, wait_ns, thread, ran_ns)
         self.at = steps + steptiming.steps_in(BLOCK_S, steptiming.recent_step_s(times))
+        if self._follow[0] - 1 <= steps < self._follow[1]:
+            self.at = steps + 1
 
     def _cover(self, first: int, last: int) -> None:
         if self.covered and self.covered[-1][1] == first - 1:

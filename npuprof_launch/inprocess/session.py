@@ -464,6 +464,7 @@ class Session:
             kept = [result["first_step"], whole] if whole >= result["first_step"] else None
             self.note_outcome(outcomes.CUT_SHORT, whole, by=cause, kept=kept, **detail)
         profiler, self.window = self.profiler, None
+        self.cpu_wait.after_window(self.steps)  # the next steps' time on a CPU: lockstep.py
         self.idle.stop()
         self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
         if coexist.rpc_agent_running():

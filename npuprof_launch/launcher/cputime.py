@@ -97,13 +97,16 @@ def text(named: dict) -> str:
 
 
 def ran_by_step(process: dict) -> dict[int, float]:
-    """The time the process's stepping thread ran on a CPU in each recorded step that was a block
-    of readings of its own (the job's numbering; the readings count the process's steps)."""
+    """The time the process's stepping thread ran on a CPU in each step the record kept (its windows'
+    steps and those after each: inprocess/cpuwait.py), in the job's numbering (the readings count the
+    process's steps), less the steps of warm-up (2-4) and the tool's own steps beside each window: the
+    one before it and the one after it (the profiler's stop and export)."""
     offset = process.get("step_offset") or 0
-    ran = {int(step) + offset: float(seconds) for step, seconds in (process.get("cpu_wait") or {}).get("ran") or ()}
-    recorded: set[int] = set()
+    kept = (process.get("cpu_wait") or {}).get("ran") or ()
+    ran = {int(step) + offset: float(seconds) for step, seconds in kept if step > 1 + stepstats.WARMUP_STEPS}
+    tool: set[int] = set()
     for window in process.get("windows") or ():
         first = window.get("first_step")
         if first is not None:
-            recorded.update(range(first, (window.get("last_step") or first) + 1))
-    return {step: seconds for step, seconds in ran.items() if step in recorded}
+            tool.update((first - 1, (window.get("last_step") or first) + 1))
+    return {step: seconds for step, seconds in ran.items() if step not in tool}

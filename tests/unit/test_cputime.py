@@ -10,12 +10,12 @@ from npuprof_launch.launcher import collectives, cputime, jobview, lockstep, rep
 
 
 def ran_of(ranks: int, steps: int, slow: dict[int, float] | None = None, seed: int = 0, spread: float = 0.03):
-    """Each rank's time on a CPU in steps 4 on: 24 ms, a normal ``spread`` of it from step to step,
+    """Each rank's time on a CPU in steps 5 on (4 is warm-up): 24 ms, a normal ``spread`` of it from step to step,
     times ``slow[rank]``."""
     rng = random.Random(seed)
     slow = slow or {}
     return {
-        rank: {step: 0.024 * slow.get(rank, 1.0) * (1 + rng.gauss(0, spread)) for step in range(4, 4 + steps)}
+        rank: {step: 0.024 * slow.get(rank, 1.0) * (1 + rng.gauss(0, spread)) for step in range(5, 5 + steps)}
         for rank in range(ranks)
     }
 
@@ -59,11 +59,11 @@ def test_judging_1024_ranks_names_the_slow_one():
 
 
 def waits(ranks: int, steps: int, last: dict[int, int], seed: int = 0) -> dict[int, list]:
-    """One DDP round a step (steps 4 on), each waited for the rank ``last`` gives for its step
+    """One DDP round a step (steps 5 on), each waited for the rank ``last`` gives for its step
     (else a random one): that rank reaches it 10 ms after the others."""
     rng = random.Random(seed)
     found: dict[int, list] = {rank: [] for rank in range(ranks)}
-    for step in range(4, 4 + steps):
+    for step in range(5, 5 + steps):
         late = last.get(step, rng.randrange(ranks))
         reach = {rank: rng.uniform(0, 0.002) + (0.01 if rank == late else 0.0) for rank in range(ranks)}
         done = max(reach.values()) + 0.001
@@ -74,12 +74,12 @@ def waits(ranks: int, steps: int, last: dict[int, int], seed: int = 0) -> dict[i
 
 
 def row(rank: int, collectives_of: list, ran: dict[int, float], on_cpu: bool = True) -> dict:
-    """A report row of a 13-step window (steps 4-16) in lockstep, with its collectives and its
+    """A report row of a 13-step window (steps 5-17) in lockstep, with its collectives and its
     stepping thread's time on a CPU in each step (the record's ``cpu_wait.ran``)."""
-    window = {"first_step": 4, "last_step": 16, "complete": True, "traces": []}
+    window = {"first_step": 5, "last_step": 17, "complete": True, "traces": []}
     stats = {"median_s": 0.05, "max_s": 0.06, "spikes": []}
     found = {"rank": rank, "host": "vm", "steps": 30, "windows": [window], "step_stats": stats}
-    found.update(collective_s=0.3, window_s=0.65, window_label="steps 4-16")
+    found.update(collective_s=0.3, window_s=0.65, window_label="steps 5-17")
     found["cpu_wait"] = {"blocks": [], "covered": [[1, 30]], "at_most_s": 0.0, "ran": [[s, t] for s, t in ran.items()]}
     found[lockstep.COLLECTIVES] = collectives_of
     found[lockstep.ON_CPU] = on_cpu
@@ -89,7 +89,7 @@ def row(rank: int, collectives_of: list, ran: dict[int, float], on_cpu: bool = T
 def test_in_lockstep_the_rank_longest_on_a_cpu_is_named_where_the_rounds_name_no_one():
     """Rank 2 computes 30 % more; the busy machine makes it the last in 5 of 13 rounds only."""
     ran = ran_of(4, 13, {2: 1.3})
-    rounds = waits(4, 13, {4: 2, 6: 2, 9: 2, 12: 2, 15: 2}, seed=1)
+    rounds = waits(4, 13, {5: 2, 7: 2, 10: 2, 13: 2, 16: 2}, seed=1)
     job = jobview.summarize([row(rank, rounds[rank], ran[rank]) for rank in range(4)])
     (slow,) = job["slow_ranks"]
     assert slow["rank"] == 2 and slow["method"] == "collectives" and slow["rule"] == lockstep.CPU_TIME
@@ -97,19 +97,27 @@ def test_in_lockstep_the_rank_longest_on_a_cpu_is_named_where_the_rounds_name_no
     item = report._slow_rank_item(slow)
     assert item["kind"] == "waited_for_rank" and item["evidence"]["rule"] == "cpu_time"
     assert {"longest_in", "steps_compared", "p_value", "ratio", "extra_per_step_s", "last_in"} <= set(item["evidence"])
-    assert "its stepping thread ran on a CPU" in item["text"] and "the longest in 13 of 13 steps" in item["text"]
+    assert "its stepping thread ran on a CPU" in item["text"] and "the longest in 13 of 13 steps (" in item["text"]
 
 
 def test_a_rank_the_rounds_waited_for_less_often_than_chance_or_threads_not_on_the_cpu_are_no_finding():
     ran = ran_of(4, 13, {2: 1.3})
-    never = waits(4, 13, {step: 0 for step in range(4, 17)})  # rank 0 the last in every round
+    never = waits(4, 13, {step: 0 for step in range(5, 18)})  # rank 0 the last in every round
     job = jobview.summarize([row(rank, never[rank], ran[rank]) for rank in range(4)])
     assert [slow["rank"] for slow in job["slow_ranks"]] == [0] and job["slow_ranks"][0]["rule"] == "per_collective"
-    quiet = waits(4, 13, {step: (0 if step % 2 else 1) for step in range(4, 17)})  # ranks 0 and 1 only
+    quiet = waits(4, 13, {step: (0 if step % 2 else 1) for step in range(5, 18)})  # ranks 0 and 1 only
     job = jobview.summarize([row(rank, quiet[rank], ran[rank]) for rank in range(4)])
     assert job["slow_ranks"] == [], job["slow_ranks"]
     assert "rank 2 ran" in job["no_rank_stands_out"] and "the last in 0 of 13 rounds" in job["no_rank_stands_out"]
     assert job["slow_rank_verdict"]["cpu_time"]["rank"] == 2
-    rounds = waits(4, 13, {4: 2, 6: 2, 9: 2, 12: 2, 15: 2}, seed=1)
+    rounds = waits(4, 13, {5: 2, 7: 2, 10: 2, 13: 2, 16: 2}, seed=1)
     nccl = jobview.summarize([row(rank, rounds[rank], ran[rank], on_cpu=False) for rank in range(4)])
     assert nccl["slow_ranks"] == [] and "time on a CPU" not in nccl["no_rank_stands_out"]
+
+
+def test_the_steps_kept_are_the_windows_and_those_after_less_warm_up_and_the_tools_own():
+    """cpuwait.py keeps the profiled steps and RAN_AFTER more after each window; the report leaves
+    out steps 2-4 and the steps before and after each window (the watch, the stop and export)."""
+    kept = [[step, 0.02] for step in (3, 4, 5, 6, 7, 8, 9, 10, 20)]
+    process = {"cpu_wait": {"ran": kept}, "windows": [{"first_step": 106, "last_step": 108}], "step_offset": 100}
+    assert sorted(cputime.ran_by_step(process)) == [106, 107, 108, 110, 120]
