@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from npuprof_launch.common import stepstats
+from npuprof_launch.common import findings, stepstats
 from npuprof_launch.launcher import collectives
 
 #: The test's level, as the collectives' (times the ranks tested).
@@ -110,3 +110,31 @@ def ran_by_step(process: dict) -> dict[int, float]:
         if first is not None:
             tool.update((first - 1, (window.get("last_step") or first) + 1))
     return {step: seconds for step, seconds in ran.items() if step not in tool}
+
+
+def confirm_slow(verdict: dict, processes: list[dict]) -> dict | None:
+    """Out of lockstep, the step times' verdict (findings.slow_rank) made a finding where they
+    overlap: the candidate's median step is longer by the least effect worth a run, but a busy
+    machine moves alike ranks' steps so much that the count is within chance. When the candidate's
+    stepping thread ran longer on a CPU than chance allows (judge, the same rank), its steps are
+    slower for its own work, not for where the scheduler put it. Beside two CPU hogs, rank 1 of two
+    independent ranks on 30 % more rows was above the other's median in 21 of 31 steps (p = 0.071).
+    Returns the finding's verdict, or None."""
+    if "rank" not in verdict or verdict["p_value"] < findings.LEVEL or verdict["ratio"] < findings.SLOW_RANK_RATIO:
+        return None
+    if verdict["step_s"] - verdict["others_step_s"] < findings.NOISE_S:
+        return None
+    ran = {p["rank"]: ran_by_step(p) for p in processes}
+    if len(ran) < len(processes) or not all(ran.values()):
+        return None
+    named = judge(ran)["named"]
+    if not named or named[0]["rank"] != verdict["rank"]:
+        return None
+    first = named[0]
+    cpu = {f"cpu_{key}": first[key] for key in ("longest_in", "steps", "p_value", "ratio", "ran_per_step_s")}
+    evidence = (
+        f"median step {verdict['step_s'] * 1e3:.1f} ms against {verdict['others_step_s'] * 1e3:.1f} ms on the other "
+        f"ranks ({verdict['ratio']:.2f}x), above their median in {verdict['above_others_in']} of {verdict['steps']} "
+        f"steps (p = {verdict['p_value']:.2g}: a busy machine's spread); its stepping thread ran on a CPU {text(first)}"
+    )
+    return {**verdict, **cpu, "found": True, "rule": "cpu_time", "evidence": evidence}

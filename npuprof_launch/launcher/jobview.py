@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from npuprof_launch.common import findings, names, options, stages, stepstats, steptimes
-from npuprof_launch.launcher import answer, lockstep, wording
+from npuprof_launch.launcher import answer, cputime, lockstep, wording
 
 #: The options a suggested run sets itself; every other option the run was given is kept.
 SUGGESTION_SETS = (*names.SCHEDULE_KEYS, "ranks", "total-steps", "on-demand")
@@ -200,6 +200,7 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
     while len(rows) >= 2 and len(found) < SLOW_RANKS_TESTED:
         by_rank = {p["rank"]: [steps.durations[step - steps.first] for step in shared] for p, steps in rows}
         verdict = findings.slow_rank(by_rank)
+        verdict = cputime.confirm_slow(verdict, [p for p, _ in rows]) or verdict  # steps that overlap: the CPU
         if not verdict["found"]:
             return found, None if found else verdict["reason"]
         process = next(p for p, _ in rows if p["rank"] == verdict["rank"])

@@ -121,3 +121,22 @@ def test_the_steps_kept_are_the_windows_and_those_after_less_warm_up_and_the_too
     kept = [[step, 0.02] for step in (3, 4, 5, 6, 7, 8, 9, 10, 20)]
     process = {"cpu_wait": {"ran": kept}, "windows": [{"first_step": 106, "last_step": 108}], "step_offset": 100}
     assert sorted(cputime.ran_by_step(process)) == [106, 107, 108, 110, 120]
+
+
+def test_out_of_lockstep_step_times_that_overlap_name_the_rank_whose_thread_ran_longest():
+    """Two independent ranks beside two CPU hogs: rank 1 on 30 % more rows, its median step 1.24x,
+    above the other's in 21 of 31 steps (p = 0.071); its thread ran 1.3x in every step."""
+    overlap = {"found": False, "reason": "the ranks' step times overlap", "rank": 1, "steps": 31, "p_value": 0.071}
+    overlap.update(ratio=1.24, step_s=0.031, others_step_s=0.025, above_others_in=21, slowest_in=21)
+
+    def rows(slow: dict[int, float]) -> list[dict]:
+        ran = ran_of(2, 13, slow)
+        window = {"first_step": 5, "last_step": 17}
+        return [{"rank": r, "windows": [window], "cpu_wait": {"ran": list(map(list, ran[r].items()))}} for r in ran]
+
+    found = cputime.confirm_slow(overlap, rows({1: 1.3}))
+    assert found["found"] and found["rank"] == 1 and found["rule"] == "cpu_time" and found["cpu_longest_in"] == 13
+    assert "p = 0.071: a busy machine's spread); its stepping thread ran on a CPU" in found["evidence"]
+    assert cputime.confirm_slow(overlap, rows({})) is None, "alike threads: the step times' verdict stands"
+    assert cputime.confirm_slow(overlap, rows({0: 1.3})) is None, "the other rank ran longer: not this one's work"
+    assert cputime.confirm_slow({**overlap, "ratio": 1.02}, rows({1: 1.3})) is None, "a step 1.02x is no finding"
