@@ -17,8 +17,9 @@ are). Kept: the ``KEPT`` largest waits of ``KEPT_S`` or more; every block not ke
 ``at_most_s``, a bound the report may use as well as a reading.
 
 The same line's first field is the time the thread ran on a CPU. Kept for each profiled step (a
-block of its own: lockstep.py) and each of the ``RAN_AFTER`` steps after a window (read at each of
-their boundaries too: a few microseconds a step, after a window only), ``RAN_KEPT`` of them at most:
+block of its own: lockstep.py), each of the ``RAN_BEFORE`` steps before a window planned and of the
+``RAN_AFTER`` after one (read at each of their boundaries too: a few microseconds a step, beside a
+window only), ``RAN_KEPT`` of them at most:
 in lockstep every rank's step takes as long as the slowest one's, and where the machine is shared,
 the order in which ranks reach a collective moves with the scheduler; the time a rank's stepping
 thread ran does not. A rank that computes 30 % more runs 30 % longer in each step, whoever held the
@@ -45,6 +46,10 @@ RAN_KEPT = 512
 #: test (6 at 4 ranks, 11 at 2: lockstep.py), the job's next steps are the same work without the
 #: profiler. From the second step after the window: the first holds the profiler's stop and export.
 RAN_AFTER = 32
+#: ...and before a window planned (a window asked for while the job runs has none): a job that ends
+#: soon after its window still has them. Up to the step before the window (where the watch of the
+#: job's ranges begins: a step of the tool's).
+RAN_BEFORE = 16
 
 
 def read_ns(path: str = SCHEDSTAT) -> tuple[int, int] | None:
@@ -73,12 +78,21 @@ class CpuWait:
         #: ``[step, seconds]``: the time the thread ran on a CPU in each profiled step.
         self.ran: list[list] = []
         self._last: tuple[int, int, int, int] | None = None  # (step, wait ns, thread, ran ns)
-        self._follow = (0, -1)  # the steps read one by one after a window (after_window)
+        #: The steps read one by one beside a window: before the next (before_window), after the
+        #: last (after_window).
+        self._follow = [(0, -1), (0, -1)]
+
+    def before_window(self, first: int) -> None:
+        """A window is planned from step ``first``: keep the time on a CPU of the RAN_BEFORE steps
+        before the step before it."""
+        if self._follow[0][1] != first - 2:
+            self._follow[0] = (first - 1 - RAN_BEFORE, first - 2)
+            self.at = min(self.at, max(first - 2 - RAN_BEFORE, 1))
 
     def after_window(self, last: int) -> None:
         """A window's last step was ``last``: read each boundary from the one that ends ``last + 1``
         (the stop and the export) and keep the time on a CPU of steps ``last + 2`` on."""
-        self._follow = (last + 2, last + 1 + RAN_AFTER)
+        self._follow[1] = (last + 2, last + 1 + RAN_AFTER)
         self.at = min(self.at, last + 1)
 
     def note(self, steps: int, times: list[float], profiled: bool = False) -> None:
@@ -95,13 +109,16 @@ class CpuWait:
         if last is not None and last[2] == thread and steps > last[0]:
             self._cover(last[0] + 1, steps)
             self._keep(last[0] + 1, steps, (wait_ns - last[1]) / 1e9)
-            followed = self._follow[0] <= steps <= self._follow[1]
+            followed = any(first <= steps <= end for first, end in self._follow)
             if (profiled or followed) and steps == last[0] + 1 and len(self.ran) < RAN_KEPT:
                 self.ran.append([steps, round((ran_ns - last[3]) / 1e9, 6)])
         self._last = (steps, wait_ns, thread, ran_ns)
         self.at = steps + steptiming.steps_in(BLOCK_S, steptiming.recent_step_s(times))
-        if self._follow[0] - 1 <= steps < self._follow[1]:
-            self.at = steps + 1
+        for first, end in self._follow:
+            if first - 1 <= steps < end:
+                self.at = steps + 1
+            elif steps < first - 1:
+                self.at = min(self.at, first - 1)
 
     def _cover(self, first: int, last: int) -> None:
         if self.covered and self.covered[-1][1] == first - 1:

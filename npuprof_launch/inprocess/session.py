@@ -282,6 +282,7 @@ class Session:
             due: float = self.steps + 1
         elif upcoming is not None:
             due = max(upcoming.first - 2, 1)  # one boundary early: to watch the job's ranges (safepoints.py)
+            self.cpu_wait.before_window(upcoming.first)
         else:
             due = float("inf")
         self.call_at = min(due, self._checkpoint_at, self._poll_at, self.cpu_wait.at)

@@ -189,3 +189,27 @@ def test_in_measured_lockstep_the_wait_of_the_rank_waited_for_explains_the_other
     assert job["spikes"] == []
     (told,) = job["undecidable_spikes"]
     assert told["ranks"] == [0, 1] and told["undecidable"].startswith("rank 0: 300.0 ms in step 7 waiting for a CPU")
+
+
+def test_the_steps_beside_a_window_are_read_one_by_one_and_kept():
+    """Before a planned window (the RAN_BEFORE steps up to the one before it, the watch's) and after
+    one (from the second step after it: the first is the stop and export), each boundary is read."""
+    kernel = Kernel()
+    wait = cpuwait.CpuWait(kernel.read)
+    times = [i * 0.001 for i in range(200)]  # 1 ms steps: a reading every 100 steps elsewhere
+    wait.note(1, times[:1])
+    wait.note(2, times[:2])
+    wait.before_window(40)
+    called = []
+    for step in range(3, 120):
+        kernel.ran_ns += 1_000_000
+        if step < wait.at and not 39 <= step <= 42:  # the session reads at each of the window's boundaries
+            continue
+        called.append(step)
+        wait.note(step, times[:step], profiled=40 <= step <= 42)
+        if step == 42:
+            wait.after_window(42)
+    before, after = cpuwait.RAN_BEFORE, cpuwait.RAN_AFTER
+    assert called == list(range(40 - 2 - before, 43 + after + 1)), "then none till 100 steps on"
+    kept = [step for step, _ in wait.record()["ran"]]
+    assert kept == [*range(40 - 1 - before, 39), 40, 41, 42, *range(44, 44 + after)], kept

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 
 from npuprof_launch.common import names, options, record, stepmark
-from npuprof_launch.inprocess import process
+from npuprof_launch.inprocess import cpuwait, process
 from npuprof_launch.inprocess.session import Session
 
 
@@ -256,13 +256,15 @@ def test_call_at_lets_the_clock_count_alone_until_the_window(tmp_path, monkeypat
         return clock.now
 
     monkeypatch.setattr(session_module, "time", types.SimpleNamespace(perf_counter=perf_counter, time_ns=lambda: 1))
-    made, _ = session(tmp_path, **{"skip-first": 10, "active": 1})
+    made, _ = session(tmp_path, **{"skip-first": 40, "active": 1})
     seen = []
-    while made.steps < 12:
+    while made.steps < 42:
         seen.append(made.call_at)
         made.steps = max(made.steps, int(made.call_at) - 1)  # what the lean hook counts alone
         made.step_ended(inside_range=True)
-    assert seen[:4] == [0, 2, 4, 8] and 9 in seen, seen
+    assert seen[:4] == [0, 2, 4, 8] and [at for at in seen if 8 < at < 23] == [16], seen
+    before = cpuwait.RAN_BEFORE
+    assert set(range(41 - 2 - before, 40)) <= set(seen), "each step's time on a CPU before the window (cpuwait.py)"
 
 
 def test_each_checkpoint_notes_what_it_took_of_the_step_after_it(tmp_path, monkeypatch):
@@ -289,8 +291,6 @@ def test_each_checkpoint_notes_what_it_took_of_the_step_after_it(tmp_path, monke
 def test_the_cpu_wait_is_read_at_the_boundaries_of_each_profiled_step(tmp_path):
     """Between readings every 0.1 s of steps, a window's steps each get a block of their own: the
     report takes what a profiled step waited for a CPU off that step alone (lockstep.waited_for)."""
-    from npuprof_launch.inprocess import cpuwait
-
     made, _ = session(tmp_path, **{"skip-first": 10, "active": 2})
     reads = iter(range(0, 10**12, 10**7))  # 10 ms more at each reading
     made.cpu_wait = cpuwait.CpuWait(read=lambda: (0, next(reads)))
@@ -301,7 +301,7 @@ def test_the_cpu_wait_is_read_at_the_boundaries_of_each_profiled_step(tmp_path):
     assert [11, 11, 0.01] in blocks and [12, 12, 0.01] in blocks, blocks
     assert not [block for block in blocks if block[0] <= 10 < block[1] or block[0] <= 12 < block[1]], blocks
     ran = [step for step, _ in made.cpu_wait.record()["ran"]]
-    assert ran == [11, 12, 14, 15, 16], "their time on a CPU, and each step's after the stop (13): lockstep.py"
+    assert ran == [*range(2, 10), 11, 12, 14, 15, 16], "time on a CPU before (not 10), in, after (not 13) the window"
 
 
 class OneRequest:
