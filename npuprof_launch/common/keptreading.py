@@ -14,16 +14,39 @@ what it finds is the same either way.
 
 Only what passed is vouched for (deliverables.Sound): a file with a problem is read again, so its
 problem is told with the words and the path of that reading.
+
+A reading (JSON, in the window's aftercare result under ``readings``, by session directory name)::
+
+    {"version": 2,
+     "files": {name: [size, mtime_ns] or null, ...},   # each file the readers open, as it was read
+     "passed": [...], "db_tables": {db name: [filled table, ...]},          # deliverables.Sound
+     "collectives": null or {                           # hcclcollectives.of_session, in its order
+         "source": "communication.json",
+         "groups": [group, ...],
+         "keys": "key\nkey\n...",                      # each operation's key, a line each
+         "runs": [[step, group index, operations], ...], # each run of one step's, one group's
+         "waits": base64, "starts": base64},            # float64, little-endian, an operation each
+     "step_times": [steps, window_us, collective_us] or null,
+     "operator_totals": [[operator type, device us], ...]}
+
+The operations are kept in columns, their times as the floats themselves (base64 of their bytes):
+``--check`` of a thousand ranks takes 510 of them a rank, and decoding a column is a few calls
+where decoding a list of lists was some 2,500 tokens a rank (version 1, which this tool no longer
+takes: its sessions are read again, as its own readings are by an older tool).
 """
 
 from __future__ import annotations
 
+import array
+import base64
 import os
+import sys
+from itertools import chain, repeat
 
 from npuprof_launch.common import deliverables, hcclcollectives
 
-#: The shape of a reading; one of another shape (an older tool's) is not used.
-VERSION = 1
+#: The shape of a reading; one of another shape (an older or newer tool's) is not used.
+VERSION = 2
 #: Where a window's aftercare result keeps its sessions' readings, by session directory name.
 RESULT_KEY = "readings"
 #: The files of ASCEND_PROFILER_OUTPUT/ that the readers below open, besides the db export's.
@@ -76,8 +99,8 @@ def now(session: str) -> Reading:
 
 def read(session: str) -> dict | None:
     """A session's reading, to keep (JSON): its files' sizes and times, what deliverables.sound_files
-    vouches for, and what ``now`` reads, each operation's group named once. None where the session
-    has no parse output, or where a file changed while it was read (a parse still writing)."""
+    vouches for, and what ``now`` reads. None where the session has no parse output, or where a
+    file changed while it was read (a parse still writing)."""
     output = os.path.join(session, deliverables.ASCEND_OUTPUT)
     before = _files(output)
     if before is None:
@@ -86,21 +109,15 @@ def read(session: str) -> dict | None:
     found = now(session)
     if _files(output) != before:
         return None
-    groups: dict[str, int] = {}
-    items = []
-    for key, group, step, wait, start in found.collectives or ():
-        name = key[: -len(group) - 1]
-        if f"{name}@{group}" != key:  # every key is its op's name and its group's (hcclcollectives)
-            return None
-        items.append([name, groups.setdefault(group, len(groups)), step, wait, start])
+    collectives = packed(found.collectives) if found.collectives is not None else None
+    if found.collectives is not None and collectives is None:
+        return None
     return {
         "version": VERSION,
         "files": before,
         "passed": sorted(sound.passed),
         "db_tables": sound.db_tables,
-        "source": found.collectives.source if found.collectives is not None else None,
-        "groups": list(groups),
-        "items": items,
+        "collectives": collectives,
         "step_times": found.step_times,
         "operator_totals": list(found.operator_totals.items()),  # in the order read: a dict's are sorted
     }
@@ -114,14 +131,11 @@ def unchanged(session: str, kept: object) -> Reading | None:
     if _files(os.path.join(session, deliverables.ASCEND_OUTPUT)) != kept.get("files"):
         return None
     try:
-        groups = kept["groups"]
         collectives = None
-        if kept["source"] is not None:
-            # One comprehension, no call an operation: --check reads 512 of them a rank.
-            collectives = hcclcollectives.Read(
-                (f"{name}@{groups[g]}", groups[g], step, wait, start) for name, g, step, wait, start in kept["items"]
-            )
-            collectives.source = str(kept["source"])
+        if kept["collectives"] is not None:
+            collectives = unpacked(kept["collectives"])
+            if collectives is None:
+                return None
         timed = kept["step_times"]
         return Reading(
             sound=deliverables.Sound(frozenset(kept["passed"]), dict(kept["db_tables"])),
@@ -131,6 +145,81 @@ def unchanged(session: str, kept: object) -> Reading | None:
         )
     except (KeyError, TypeError, ValueError, IndexError):
         return None
+
+
+def packed(collectives: hcclcollectives.Read) -> dict | None:
+    """The operations in columns (the reading's ``collectives``); None where one cannot be kept so
+    and read back the same (a key holding a line break, a time that is not a float)."""
+    groups: dict[str, int] = {}
+    keys: list[str] = []
+    runs: list[list[int]] = []
+    waits, starts = array.array("d"), array.array("d")
+    for key, group, step, wait, start in collectives:
+        if "\n" in key or type(wait) is not float or type(start) is not float or type(step) is not int:
+            return None
+        index = groups.setdefault(group, len(groups))
+        if runs and runs[-1][0] == step and runs[-1][1] == index:
+            runs[-1][2] += 1
+        else:
+            runs.append([step, index, 1])
+        keys.append(key)
+        waits.append(wait)
+        starts.append(start)
+    return {
+        "source": collectives.source,
+        "groups": list(groups),
+        "keys": "\n".join(keys),
+        "runs": runs,
+        "waits": _text_of(waits),
+        "starts": _text_of(starts),
+    }
+
+
+def unpacked(kept: dict) -> hcclcollectives.Read | None:
+    """The operations ``packed`` kept, as hcclcollectives.of_session gave them; None where the
+    columns do not agree (raises KeyError, TypeError or ValueError where one is not a column).
+    No call an operation: ``--check`` takes 512 of them a rank."""
+    groups, runs, lines = kept["groups"], kept["runs"], kept["keys"]
+    if not (isinstance(groups, list) and isinstance(runs, list) and isinstance(lines, str)):
+        return None
+    if not all(isinstance(group, str) for group in groups):
+        return None
+    keys = lines.split("\n") if lines else []
+    waits, starts = _floats_of(kept["waits"]), _floats_of(kept["starts"])
+    for step, index, count in runs:
+        if not (type(step) is type(index) is type(count) is int and 0 <= index < len(groups) and count > 0):
+            return None
+    if not len(keys) == len(waits) == len(starts) == sum(count for *_, count in runs):
+        return None
+    found = hcclcollectives.Read(
+        zip(
+            keys,
+            chain.from_iterable(repeat(groups[index], count) for _, index, count in runs),
+            chain.from_iterable(repeat(step, count) for step, _, count in runs),
+            waits,
+            starts,
+        )
+    )
+    found.source = str(kept["source"])
+    return found
+
+
+def _text_of(values: array.array) -> str:
+    """Floats as base64 of their little-endian bytes: read back the very same (``_floats_of``)."""
+    if sys.byteorder != "little":
+        values = array.array("d", values)
+        values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+def _floats_of(text: str) -> list[float]:
+    """What ``_text_of`` wrote (ValueError where it is not that: binascii.Error, a length that is
+    not a float's)."""
+    values = array.array("d")
+    values.frombytes(base64.b64decode(text, validate=True))
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values.tolist()
 
 
 def _files(output: str) -> dict[str, list[int] | None] | None:

@@ -80,11 +80,49 @@ def test_a_file_changed_since_the_reading_is_read_again(tmp_path):
 
 
 def test_a_reading_of_another_shape_is_not_taken(tmp_path):
+    """Another version's reading, or columns of operations that do not agree, is read again."""
     path = parsed(str(tmp_path), "text")
     kept = kept_as_written(path, tmp_path)
+    columns = kept["collectives"]
     assert keptreading.unchanged(path, {**kept, "version": keptreading.VERSION + 1}) is None
-    assert keptreading.unchanged(path, {**kept, "items": [["x"]]}) is None
+    for changed in (
+        {"runs": [[step, group, count + 1] for step, group, count in columns["runs"]]},  # more than the keys
+        {"runs": [[step, 1, count] for step, _, count in columns["runs"]]},  # a group not named
+        {"runs": [[step, -1, count] for step, _, count in columns["runs"]]},
+        {"keys": columns["keys"].rsplit("\n", 1)[0]},  # a key short
+        {"waits": columns["waits"][:-4]},  # not a whole number of floats
+        {"starts": "not base64!"},
+        {"keys": None},
+    ):
+        assert keptreading.unchanged(path, {**kept, "collectives": {**columns, **changed}}) is None, changed
     assert keptreading.unchanged(path, None) is None
+
+
+def test_a_reading_kept_by_the_tool_before_is_read_again_never_misread(tmp_path):
+    """Version 1 kept the operations as a list of lists (here made up, waits doubled): this tool
+    reads that session's files instead."""
+    path = parsed(str(tmp_path), "text")
+    kept = kept_as_written(path, tmp_path)
+    whole = hcclcollectives.of_session(path)
+    items = [[key.rsplit("@", 1)[0], 0, step, 2 * wait, start] for key, _, step, wait, start in whole]
+    older = {key: value for key, value in kept.items() if key != "collectives"}
+    older.update(version=1, source=whole.source, groups=[GROUP], items=items)
+    assert keptreading.unchanged(path, older) is None
+    assert keptreading.of_session(path, older).collectives == whole
+
+
+def test_the_columns_give_back_the_very_operations():
+    """Every float back bit for bit (through JSON, as the aftercare result keeps them), each key,
+    group and step in its place; a key that would split a column is not kept so."""
+    ops = hcclcollectives.Read(
+        [("a@g", "g", 3, 0.1 + 0.2, 1764936002.0338445), ("b@h", "h", 3, 5e-324, -0.0), ("c@g", "g", 4, 1e300, 2.5)]
+    )
+    ops.source = hcclcollectives.COMMUNICATION
+    back = keptreading.unpacked(json.loads(json.dumps(keptreading.packed(ops))))
+    assert back == ops and repr(back) == repr(ops) and back.source == ops.source
+    none = keptreading.unpacked(json.loads(json.dumps(keptreading.packed(hcclcollectives.Read()))))
+    assert none == []
+    assert keptreading.packed(hcclcollectives.Read([("a\nb@g", "g", 3, 0.1, 0.2)])) is None
 
 
 @pytest.mark.parametrize(
@@ -136,7 +174,10 @@ def test_deep_reads_the_session_again_and_otherwise_the_kept_reading_is_what_is_
     path = parsed(str(tmp_path), "text")
     rel = os.path.basename(path)
     made_up = kept_as_written(path, tmp_path)
-    made_up["items"] = [[name, g, step, wait * 2, start] for name, g, step, wait, start in made_up["items"]]
+    found = keptreading.unpacked(made_up["collectives"])
+    doubled = hcclcollectives.Read((key, group, step, wait * 2, start) for key, group, step, wait, start in found)
+    doubled.source = found.source
+    made_up["collectives"] = keptreading.packed(doubled)
     files.write_json(str(tmp_path / "care.json"), {"status": "done", keptreading.RESULT_KEY: {rel: made_up}})
     record = {"backend": "npu", "options": {}, "windows": [{"traces": [rel], "aftercare": "care.json"}]}
     taken = {}
