@@ -13,8 +13,12 @@ import gc
 import json
 import os
 import sqlite3
+from typing import TYPE_CHECKING
 
 from npuprof_launch.common import names, tracecollectives
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 STEP_PREFIX = "ProfilerStep#"
 
@@ -422,10 +426,12 @@ def _check_csv(path: str, columns: tuple[str, ...]) -> list[str]:
     return []
 
 
-def db_names(output: str) -> list[str]:
-    """The ``ascend_pytorch_profiler*.db`` files of a session's output directory, by name, sorted
-    (os.listdir's OSError goes to the caller)."""
-    return sorted(name for name in os.listdir(output) if name.startswith(DB_PREFIX) and name.endswith(".db"))
+def db_names(output: str, present: Iterable[str] | None = None) -> list[str]:
+    """The ``ascend_pytorch_profiler*.db`` files of a session's output directory, by name, sorted;
+    among ``present``, its names where the caller listed it already (os.listdir's OSError goes to
+    the caller)."""
+    listed = os.listdir(output) if present is None else present
+    return sorted(name for name in listed if name.startswith(DB_PREFIX) and name.endswith(".db"))
 
 
 def read_only(path: str) -> sqlite3.Connection:

@@ -224,17 +224,18 @@ def _floats_of(text: str) -> list[float]:
 
 def _files(output: str) -> dict[str, list[int] | None] | None:
     """The size and modification time (ns) of each file the readers open, None for one that is not
-    there; None where the output directory is not."""
+    there; None where the output directory is not. One listing, and a stat of each file there."""
     try:
-        names = deliverables.db_names(output)
+        with os.scandir(output) as listing:
+            present = {entry.name: entry for entry in listing}
     except OSError:
         return None
     found: dict[str, list[int] | None] = {}
-    for name in (*READ, *names):
+    for name in (*READ, *deliverables.db_names(output, present)):
+        entry = present.get(name)
         try:
-            stat = os.stat(os.path.join(output, name))
+            stat = entry.stat() if entry is not None else None
         except OSError:
-            found[name] = None
-            continue
-        found[name] = [stat.st_size, stat.st_mtime_ns]
+            stat = None
+        found[name] = [stat.st_size, stat.st_mtime_ns] if stat is not None else None
     return found
