@@ -124,17 +124,28 @@ def confirm_slow(verdict: dict, processes: list[dict]) -> dict | None:
         return None
     if verdict["step_s"] - verdict["others_step_s"] < findings.NOISE_S:
         return None
-    ran = {p["rank"]: ran_by_step(p) for p in processes}
-    if len(ran) < len(processes) or not all(ran.values()):
+    first = longer(verdict["rank"], processes)
+    if first is None:
         return None
-    named = judge(ran)["named"]
-    if not named or named[0]["rank"] != verdict["rank"]:
-        return None
-    first = named[0]
-    cpu = {f"cpu_{key}": first[key] for key in ("longest_in", "steps", "p_value", "ratio", "ran_per_step_s")}
     evidence = (
         f"median step {verdict['step_s'] * 1e3:.1f} ms against {verdict['others_step_s'] * 1e3:.1f} ms on the other "
         f"ranks ({verdict['ratio']:.2f}x), above their median in {verdict['above_others_in']} of {verdict['steps']} "
         f"steps (p = {verdict['p_value']:.2g}: a busy machine's spread); its stepping thread ran on a CPU {text(first)}"
     )
-    return {**verdict, **cpu, "found": True, "rule": "cpu_time", "evidence": evidence}
+    return {**verdict, **evidence_of(first), "found": True, "rule": "cpu_time", "evidence": evidence}
+
+
+def longer(rank: int, processes: list[dict]) -> dict | None:
+    """``rank``'s verdict where the judge names it first among ``processes`` (its thread ran longer
+    on a CPU than chance allows, by the margin): the evidence that a rank slower than the others
+    has more work, not less of the cores. None elsewhere, and where a process kept no time."""
+    ran = {p["rank"]: ran_by_step(p) for p in processes}
+    if len(ran) < len(processes) or not all(ran.values()):
+        return None
+    named = judge(ran)["named"]
+    return named[0] if named and named[0]["rank"] == rank else None
+
+
+def evidence_of(named: dict) -> dict:
+    """A judge's verdict on a rank as a slow-rank finding's fields: ``cpu_longest_in``, ..."""
+    return {f"cpu_{key}": named[key] for key in ("longest_in", "steps", "p_value", "ratio", "ran_per_step_s")}

@@ -206,7 +206,10 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
         process = next(p for p, _ in rows if p["rank"] == verdict["rank"])
         theirs = [_waited_in(p, shared) for p, _ in rows if p is not process]
         waited = findings.slow_rank_waited(verdict, _waited_in(process, shared), theirs, len(shared))
-        if waited is not None:
+        if waited is not None and (more := cputime.longer(process["rank"], [p for p, _ in rows])) is not None:
+            verdict = {**verdict, **cputime.evidence_of(more), "rule": "cpu_time"}  # a busier rank waits more
+            verdict["evidence"] += f"; it waited more for a CPU, and ran on one {cputime.text(more)}: more work"
+        elif waited is not None:
             return found, None if found else waited
         found.append(
             {**_stage_of(process), **{k: v for k, v in verdict.items() if k != "found"}, "method": "step_times"}
