@@ -23,7 +23,7 @@ A reading (JSON, in the window's aftercare result under ``readings``, by session
      "collectives": null or {                           # hcclcollectives.of_session, in its order
          "source": "communication.json",
          "groups": [group, ...],
-         "keys": "key\nkey\n...",                      # each operation's key, a line each
+         "keys": "key\\nkey\\n...",                       # each operation's key, a line each
          "runs": [[step, group index, operations], ...], # each run of one step's, one group's
          "waits": base64, "starts": base64},            # float64, little-endian, an operation each
      "step_times": [steps, window_us, collective_us] or null,
