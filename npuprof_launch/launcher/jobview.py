@@ -208,7 +208,7 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
         waited = findings.slow_rank_waited(verdict, _waited_in(process, shared), theirs, len(shared))
         if waited is not None and (more := cputime.longer(process["rank"], [p for p, _ in rows])) is not None:
             verdict = {**verdict, **cputime.evidence_of(more), "rule": "cpu_time"}  # a busier rank waits more
-            verdict["evidence"] += f"; it waited more for a CPU, having more to run: its thread ran {cputime.text(more)}"
+            verdict["evidence"] += f"; it waited more for a CPU, having more to run: it ran {cputime.text(more)}"
         elif waited is not None:
             return found, None if found else waited
         found.append(
