@@ -238,7 +238,7 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
             "last_in": last,
             "rounds": each["rounds"],
             "host": host,
-            "evidence": f"its stepping thread ran on a CPU {cputime.text(named)} ({window} and the steps after it), "
+            "evidence": f"its stepping thread ran on a CPU {cputime.text(named)} ({window} and the steps beside it), "
             f"and it was the last in {last} of {each['rounds']} rounds of collectives: in lockstep the others wait "
             f"for its work, {named['extra_per_step_s'] * 1e3:.1f} ms a step{at}",
         }
