@@ -203,8 +203,8 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
     is known in its recorded steps: the ranks that ran longer than chance allows (cputime.judge),
     each named unless the rounds of collectives waited for it less often than chance allows
     (LAST_LEVEL: its extra work hidden behind another rank's wait, or a thread that runs longer for
-    spinning while it waits); else what the time
-    showed, for "no rank stands out", and its evidence. Nothing where the judge could not be made.
+    spinning while it waits); else what the time showed, for "no rank stands out", and its evidence.
+    Nothing where the judge could not be made.
 
     Not the time in collectives: beside two CPU hogs a rank on 30 % more rows, the longest on a CPU
     in 13 of 13 steps at 1.30x, spent 1170 ms of its window in them against 1104-1182 ms; each
@@ -218,15 +218,18 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
         return [], None, {}
     verdict = cputime.judge(ran)
     by_rank = {p["rank"]: p for p in measured}
+    chance = 1 / max(len(each["last_by_rank"]), 1)
+    lasts = {named["rank"]: each["last_by_rank"].get(named["rank"]) for named in verdict["named"]}
+    waited = [
+        named
+        for named in verdict["named"]
+        if (last := lasts[named["rank"]]) is not None
+        and 1 - collectives.binomial_tail(last + 1, each["rounds"], chance) >= LAST_LEVEL
+    ]
+    host = collectives.slow_host(waited, {p["rank"]: p.get("host") for p in measured}, list(ran))
     found = []
-    hosts = {p["rank"]: p.get("host") for p in measured}
-    host = collectives.slow_host(verdict["named"], hosts, list(ran))
-    for named in verdict["named"]:
-        process = by_rank[named["rank"]]
-        last = each["last_by_rank"].get(named["rank"])
-        chance = 1 / max(len(each["last_by_rank"]), 1)
-        if last is None or 1 - collectives.binomial_tail(last + 1, each["rounds"], chance) < LAST_LEVEL:
-            continue
+    for named in waited:
+        process, last = by_rank[named["rank"]], lasts[named["rank"]]
         window = process.get("window_label") or "its window"
         at = f"; so are most ranks of its host, {host}" if host else ""
         finding = {
