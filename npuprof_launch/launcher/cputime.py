@@ -112,38 +112,43 @@ def ran_by_step(process: dict) -> dict[int, float]:
     return {step: seconds for step, seconds in ran.items() if step not in tool}
 
 
-def confirm_slow(verdict: dict, processes: list[dict]) -> dict | None:
+def confirm_slow(verdict: dict, longest_ran: dict | None) -> dict | None:
     """Out of lockstep, the step times' verdict (findings.slow_rank) made a finding where they
     overlap: the candidate's median step is longer by the least effect worth a run, but a busy
     machine moves alike ranks' steps so much that the count is within chance. When the candidate's
-    stepping thread ran longer on a CPU than chance allows (judge, the same rank), its steps are
-    slower for its own work, not for where the scheduler put it. Beside two CPU hogs, rank 1 of two
-    independent ranks on 30 % more rows was above the other's median in 21 of 31 steps (p = 0.071).
-    Returns the finding's verdict, or None."""
+    stepping thread ran longer on a CPU than chance allows (``longest_ran``: longest(), the same
+    rank), its steps are slower for its own work, not for where the scheduler put it. Beside two CPU
+    hogs, rank 1 of two independent ranks on 30 % more rows was above the other's median in 21 of 31
+    steps (p = 0.071). Returns the finding's verdict, or None."""
     if "rank" not in verdict or verdict["p_value"] < findings.LEVEL or verdict["ratio"] < findings.SLOW_RANK_RATIO:
         return None
     if verdict["step_s"] - verdict["others_step_s"] < findings.NOISE_S:
         return None
-    first = longer(verdict["rank"], processes)
-    if first is None:
+    if longest_ran is None or longest_ran["rank"] != verdict["rank"]:
         return None
     evidence = (
         f"median step {verdict['step_s'] * 1e3:.1f} ms against {verdict['others_step_s'] * 1e3:.1f} ms on the other "
         f"ranks ({verdict['ratio']:.2f}x), above their median in {verdict['above_others_in']} of {verdict['steps']} "
-        f"steps (p = {verdict['p_value']:.2g}: a busy machine's spread); its stepping thread ran on a CPU {text(first)}"
+        f"steps (p = {verdict['p_value']:.2g}: a busy machine's spread); its stepping thread ran on a CPU "
+        f"{text(longest_ran)}"
     )
-    return {**verdict, **evidence_of(first), "found": True, "rule": "cpu_time", "evidence": evidence}
+    return {**verdict, **evidence_of(longest_ran), "found": True, "rule": "cpu_time", "evidence": evidence}
 
 
-def longer(rank: int, processes: list[dict]) -> dict | None:
-    """``rank``'s verdict where the judge names it first among ``processes`` (its thread ran longer
-    on a CPU than chance allows, by the margin): the evidence that a rank slower than the others
-    has more work, not less of the cores. None elsewhere, and where a process kept no time."""
+def ran_of(processes: list[dict]) -> dict[int, dict[int, float]] | None:
+    """Each process's time on a CPU by step (ran_by_step), by rank; None where a process kept none
+    or two rows are one rank's: the judge compares ranks over the steps they all hold."""
     ran = {p["rank"]: ran_by_step(p) for p in processes}
-    if len(ran) < len(processes) or not all(ran.values()):
-        return None
-    named = judge(ran)["named"]
-    return named[0] if named and named[0]["rank"] == rank else None
+    return ran if len(ran) == len(processes) and all(ran.values()) else None
+
+
+def longest(processes: list[dict]) -> dict | None:
+    """The first rank the judge names among ``processes`` (its thread ran longer on a CPU than
+    chance allows, by the margin): the evidence that a rank slower than the others has more work,
+    not less of the cores. None where it names none, and where a process kept no time."""
+    ran = ran_of(processes)
+    named = judge(ran)["named"] if ran is not None else []
+    return named[0] if named else None
 
 
 def evidence_of(named: dict) -> dict:

@@ -399,14 +399,14 @@ def median_chart(grid: Grid, job: dict) -> str:
         lockstep = [s for s in slow_ranks if s.get("method") == "collectives"]
         if lockstep:
             how = (
-                "its stepping thread's time on a CPU tells instead: it runs longer than the others, step by step"
+                "Its stepping thread's time on a CPU tells instead: it runs longer than the others, step by step"
                 if all(s.get("rule") == "cpu_time" for s in lockstep)
-                else "the traces tell instead: it is the one that waits least in its collectives"
+                else "The traces tell instead: it is the one that waits least in its collectives"
             )
             parts.append(
                 '<p class="caption">In lockstep (data parallel) every rank\'s step takes as long as the slowest '
                 "one's, since the others wait for it inside the collective; so its median step time need not stand "
-                f"out. {how[0].upper()}{how[1:]}.</p>"
+                f"out. {how}.</p>"
             )
     elif job.get("no_rank_stands_out"):
         parts.append(f"<p>No rank stands out: {esc(job['no_rank_stands_out'])}.</p>")

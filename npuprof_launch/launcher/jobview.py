@@ -200,13 +200,14 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
     while len(rows) >= 2 and len(found) < SLOW_RANKS_TESTED:
         by_rank = {p["rank"]: [steps.durations[step - steps.first] for step in shared] for p, steps in rows}
         verdict = findings.slow_rank(by_rank)
-        verdict = cputime.confirm_slow(verdict, [p for p, _ in rows]) or verdict  # steps that overlap: the CPU
+        more = cputime.longest([p for p, _ in rows])  # the rank whose thread ran longer on a CPU, if any
+        verdict = cputime.confirm_slow(verdict, more) or verdict  # steps that overlap: the CPU tells
         if not verdict["found"]:
             return found, None if found else verdict["reason"]
         process = next(p for p, _ in rows if p["rank"] == verdict["rank"])
         theirs = [_waited_in(p, shared) for p, _ in rows if p is not process]
         waited = findings.slow_rank_waited(verdict, _waited_in(process, shared), theirs, len(shared))
-        if waited is not None and (more := cputime.longer(process["rank"], [p for p, _ in rows])) is not None:
+        if waited is not None and more is not None and more["rank"] == process["rank"]:
             verdict = {**verdict, **cputime.evidence_of(more), "rule": "cpu_time"}  # a busier rank waits more
             verdict["evidence"] += f"; it waited more for a CPU, having more to run: it ran {cputime.text(more)}"
         elif waited is not None:

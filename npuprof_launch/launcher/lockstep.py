@@ -213,8 +213,8 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
         return [], None, {}
     if stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in measured), 0.5) < COLLECTIVE_SHARE:
         return [], None, {}
-    ran = {p["rank"]: cputime.ran_by_step(p) for p in measured}
-    if len(ran) < len(measured) or not all(ran.values()):  # two rows of one rank, or a rank without readings
+    ran = cputime.ran_of(measured)
+    if ran is None:
         return [], None, {}
     verdict = cputime.judge(ran)
     by_rank = {p["rank"]: p for p in measured}

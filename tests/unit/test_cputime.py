@@ -134,9 +134,12 @@ def test_out_of_lockstep_step_times_that_overlap_name_the_rank_whose_thread_ran_
         window = {"first_step": 5, "last_step": 17}
         return [{"rank": r, "windows": [window], "cpu_wait": {"ran": list(map(list, ran[r].items()))}} for r in ran]
 
-    found = cputime.confirm_slow(overlap, rows({1: 1.3}))
+    def judged(slow: dict[int, float]) -> dict | None:
+        return cputime.longest(rows(slow))
+
+    found = cputime.confirm_slow(overlap, judged({1: 1.3}))
     assert found["found"] and found["rank"] == 1 and found["rule"] == "cpu_time" and found["cpu_longest_in"] == 13
     assert "p = 0.071: a busy machine's spread); its stepping thread ran on a CPU" in found["evidence"]
-    assert cputime.confirm_slow(overlap, rows({})) is None, "alike threads: the step times' verdict stands"
-    assert cputime.confirm_slow(overlap, rows({0: 1.3})) is None, "the other rank ran longer: not this one's work"
-    assert cputime.confirm_slow({**overlap, "ratio": 1.02}, rows({1: 1.3})) is None, "a step 1.02x is no finding"
+    assert cputime.confirm_slow(overlap, judged({})) is None, "alike threads: the step times' verdict stands"
+    assert cputime.confirm_slow(overlap, judged({0: 1.3})) is None, "the other rank ran longer: not this one's work"
+    assert cputime.confirm_slow({**overlap, "ratio": 1.02}, judged({1: 1.3})) is None, "a step 1.02x is no finding"
