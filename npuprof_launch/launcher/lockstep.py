@@ -57,8 +57,10 @@ COLLECTIVE_WINDOW_STEPS = 3.0
 #: A window too short to name a slow rank (a suggested run's one step on a spike) still tells whom
 #: the others waited for in its steps, when their extra wait a recorded step is this many of the
 #: job's median steps at least (a spike's size: alike ranks' arrival order moves it by a fifth of
-#: a step)...
-ONE_OFF_WAIT_STEPS = 3.0
+#: a step; the healthy one-step windows of F12, beside two CPU hogs, at most 0.82 of one before their
+#: wait for a CPU was taken off, and 0.05 after; a 5 ms job's 45 ms spike, 2.6x and 2.8x after it: a
+#: bar of 3 missed both)...
+ONE_OFF_WAIT_STEPS = 2.0
 #: ...and that rank's own work there (its window outside collectives, less its wait for a CPU) is
 #: this many times the others' at least: their profilers cost them alike, so a rank whose own time
 #: the profiler alone made long has no such margin (tried: a 0.5 ms job's recorded steps took 40 ms).

@@ -341,6 +341,22 @@ def test_a_window_of_one_step_on_a_spike_names_the_rank_the_others_waited_for_in
     assert jobview.summarize([collective_row(r, c, 5, s, w) for r, (c, w, s) in enumerate(EVAL)])["waited_for"] == []
 
 
+def test_a_spike_of_three_of_a_busy_machine_s_steps_in_a_window_of_one_step_names_the_rank_waited_for():
+    """F12, beside two CPU hogs: a 5 ms job's rank 1 spent 50 ms in step 3 (10x), steps of 15 ms on
+    the busy machine; the others waited 49.6 ms longer, 42 ms of it past the 7.5 ms rank 1 waited
+    for a CPU: 2.8 of the job's median steps, under the bar of 3 then. The healthy one-step window
+    of the same grid: the rank that waited least, 17 ms against 18-37 ms."""
+    spike = [(0.0587, 0.0678, 0.0149, 0.005), (0.0069, 0.0637, 0.0144, 0.00747), (0.0547, 0.0681, 0.0148, 0.0081)]
+    spike.append((0.0565, 0.068, 0.0149, 0.0081))
+    waits = [{"blocks": [[3, 3, cpu]], "covered": [[2, 20]], "at_most_s": 0.005} for *_, cpu in spike]
+    rows = [dict(collective_row(r, c, 3, s, w), cpu_wait=waits[r]) for r, (c, w, s, _) in enumerate(spike)]
+    (once,) = jobview.summarize(rows)["waited_for"]
+    assert once["rank"] == 1 and once["vs_median"] == 3.3, once
+    healthy = [(0.0292, 0.0397), (0.037, 0.0447), (0.017, 0.0276), (0.0179, 0.0264)]
+    job = jobview.summarize([collective_row(r, c, 3, 0.015, w) for r, (c, w) in enumerate(healthy)])
+    assert job["waited_for"] == [] and job["slow_ranks"] == []
+
+
 EVAL = [(0.0107, 0.4432, 0.02495), (0.4187, 0.4411, 0.02439), (0.3898, 0.4357, 0.02537)]
 
 
