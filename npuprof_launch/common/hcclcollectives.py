@@ -166,20 +166,28 @@ def step_times(path: str) -> tuple[int, float, float] | None:
     Communication(Not Overlapped), Overlapped, Communication, Free; a step's time is its computing,
     its communication not overlapped and its free time, as msprof-analyze adds them); None where the
     session has neither (Level_none, a parse that did not run)."""
+    return totals(step_rows(path))
+
+
+def step_rows(path: str) -> list[tuple]:
+    """Each recorded step's row of the session's step trace: ``(step, computing, communication not
+    overlapped, free, communication)`` as written (strings from the text export; the step is the
+    profiler's ``ProfilerStep#`` number, "" for a window with none). Empty where there is none."""
     import csv
 
     output = os.path.join(path, deliverables.ASCEND_OUTPUT)
-    rows: list[tuple] = []
+    columns = ("Step", "Computing", "Communication(Not Overlapped)", "Free", "Communication")
     try:
         with open(os.path.join(output, STEP_TRACE_TIME), newline="") as handle:
-            for row in csv.DictReader(handle):
-                rows.append(
-                    tuple(row.get(c) for c in ("Computing", "Communication(Not Overlapped)", "Free", "Communication"))
-                )
+            return [tuple(row.get(c) for c in columns) for row in csv.DictReader(handle)]
     except (OSError, csv.Error):
-        rows = _analysis_rows(os.path.join(output, ANALYSIS_DB))
+        return _analysis_rows(os.path.join(output, ANALYSIS_DB))
+
+
+def totals(rows: list[tuple]) -> tuple[int, float, float] | None:
+    """step_times of ``step_rows``: the steps, their time and their time in communication (us)."""
     steps, window, communication = 0, 0.0, 0.0
-    for computing, not_overlapped, free, total in rows:
+    for _, computing, not_overlapped, free, total in rows:
         try:
             window += float(computing) + float(not_overlapped) + float(free)
             communication += float(total)
@@ -187,6 +195,19 @@ def step_times(path: str) -> tuple[int, float, float] | None:
             continue
         steps += 1
     return (steps, window, communication) if steps else None
+
+
+def computing(rows: list[tuple]) -> list[tuple[int, float]] | None:
+    """The device's computing time (s) in each recorded step of ``step_rows``, by the profiler's
+    step number: the NPU's own work, whoever held the host's cores (launcher/cputime.py judges it
+    as a thread's time on a CPU). None where no row has a step number and a time."""
+    found = []
+    for step, time_us, *_ in rows:
+        try:
+            found.append((int(step), float(time_us) / 1e6))
+        except (TypeError, ValueError):
+            continue
+    return found or None
 
 
 ANALYSIS_DB = "analysis.db"
@@ -198,7 +219,7 @@ def _analysis_rows(path: str) -> list[tuple]:
     try:
         connection = deliverables.read_only(path)
         try:
-            query = "SELECT computing, communication_not_overlapped, free, communication FROM StepTraceTime"
+            query = "SELECT step, computing, communication_not_overlapped, free, communication FROM StepTraceTime"
             return connection.execute(query).fetchall()
         finally:
             connection.close()

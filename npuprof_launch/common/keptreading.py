@@ -27,12 +27,14 @@ A reading (JSON, in the window's aftercare result under ``readings``, by session
          "runs": [[step, group index, operations], ...], # each run of one step's, one group's
          "waits": base64, "starts": base64},            # float64, little-endian, an operation each
      "step_times": [steps, window_us, collective_us] or null,
+     "computing": [[profiler step, device s], ...] or null,     # hcclcollectives.computing
      "operator_totals": [[operator type, device us], ...]}
 
 The operations are kept in columns, their times as the floats themselves (base64 of their bytes):
 ``--check`` of a thousand ranks takes 510 of them a rank, and decoding a column is a few calls
 where decoding a list of lists was some 2,500 tokens a rank (version 1, which this tool no longer
-takes: its sessions are read again, as its own readings are by an older tool).
+takes: its sessions are read again, as its own readings are by an older tool). Version 3 added
+``computing``, each step's device time, for the judge of the rank the others wait for.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from itertools import chain, repeat
 from npuprof_launch.common import deliverables, hcclcollectives
 
 #: The shape of a reading; one of another shape (an older or newer tool's) is not used.
-VERSION = 2
+VERSION = 3
 #: Where a window's aftercare result keeps its sessions' readings, by session directory name.
 RESULT_KEY = "readings"
 #: The files of ASCEND_PROFILER_OUTPUT/ that the readers below open, besides the db export's.
@@ -63,8 +65,9 @@ READ = (
 class Reading:
     """What ``--check`` takes of one session besides its small files: the deliverables already
     found sound (``sound``), its HCCL operations as hcclcollectives.of_session reads them
-    (``collectives``), its step times (hcclcollectives.step_times) and its device time per
-    operator type (deliverables.npu_operator_totals)."""
+    (``collectives``), its step times (hcclcollectives.step_times), its device's computing time in
+    each step (hcclcollectives.computing) and its device time per operator type
+    (deliverables.npu_operator_totals)."""
 
     def __init__(
         self,
@@ -72,11 +75,13 @@ class Reading:
         sound: deliverables.Sound,
         collectives: hcclcollectives.Read | None,
         step_times: tuple[int, float, float] | None,
+        computing: list[tuple[int, float]] | None,
         operator_totals: dict[str, float],
     ) -> None:
         self.sound = sound
         self.collectives = collectives
         self.step_times = step_times
+        self.computing = computing
         self.operator_totals = operator_totals
 
 
@@ -89,10 +94,12 @@ def of_session(session: str, kept: object) -> Reading:
 def now(session: str) -> Reading:
     """The session read now, as ``--check`` reads one its aftercare kept nothing of: nothing vouched
     for (check_ascend_dir reads each deliverable it expects)."""
+    rows = hcclcollectives.step_rows(session)
     return Reading(
         sound=deliverables.Sound(),
         collectives=hcclcollectives.of_session(session),
-        step_times=hcclcollectives.step_times(session),
+        step_times=hcclcollectives.totals(rows),
+        computing=hcclcollectives.computing(rows),
         operator_totals=deliverables.npu_operator_totals(session),
     )
 
@@ -119,6 +126,7 @@ def read(session: str) -> dict | None:
         "db_tables": sound.db_tables,
         "collectives": collectives,
         "step_times": found.step_times,
+        "computing": found.computing,
         "operator_totals": list(found.operator_totals.items()),  # in the order read: a dict's are sorted
     }
 
@@ -136,11 +144,12 @@ def unchanged(session: str, kept: object) -> Reading | None:
             collectives = unpacked(kept["collectives"])
             if collectives is None:
                 return None
-        timed = kept["step_times"]
+        timed, computing = kept["step_times"], kept["computing"]
         return Reading(
             sound=deliverables.Sound(frozenset(kept["passed"]), dict(kept["db_tables"])),
             collectives=collectives,
             step_times=(int(timed[0]), float(timed[1]), float(timed[2])) if timed is not None else None,
+            computing=[(int(step), float(s)) for step, s in computing] if computing is not None else None,
             operator_totals={str(kind): float(us) for kind, us in kept["operator_totals"]},
         )
     except (KeyError, TypeError, ValueError, IndexError):

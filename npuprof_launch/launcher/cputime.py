@@ -27,6 +27,9 @@ from typing import Any
 from npuprof_launch.common import findings, stepstats
 from npuprof_launch.launcher import collectives
 
+#: The rules a finding names by (its ``rule``): a stepping thread's time on a CPU, an NPU's computing time.
+CPU_TIME = "cpu_time"
+DEVICE_TIME = "device_time"
 #: The test's level, as the collectives' (times the ranks tested).
 LEVEL = collectives.LEVEL
 TEST = "the longest time on a CPU in more steps than chance: binomial against 1 in n, times the ranks tested"
@@ -132,7 +135,7 @@ def confirm_slow(verdict: dict, longest_ran: dict | None) -> dict | None:
         f"steps (p = {verdict['p_value']:.2g}: a busy machine's spread); its stepping thread ran on a CPU "
         f"{text(longest_ran)}"
     )
-    return {**verdict, **evidence_of(longest_ran), "found": True, "rule": "cpu_time", "evidence": evidence}
+    return {**verdict, **evidence_of(longest_ran), "found": True, "rule": CPU_TIME, "evidence": evidence}
 
 
 def ran_of(processes: list[dict]) -> dict[int, dict[int, float]] | None:
@@ -140,6 +143,26 @@ def ran_of(processes: list[dict]) -> dict[int, dict[int, float]] | None:
     or two rows are one rank's: the judge compares ranks over the steps they all hold."""
     ran = {p["rank"]: ran_by_step(p) for p in processes}
     return ran if len(ran) == len(processes) and all(ran.values()) else None
+
+
+def work_by_step(processes: list[dict], on_cpu: bool, device: str) -> tuple[dict[int, dict[int, float]] | None, str]:
+    """Each rank's own work by step and the rule it names by: its stepping thread's time on a CPU
+    where ``on_cpu`` (every rank's collectives are gloo's; with NCCL that thread's time is launches
+    and spins: CPU_TIME), else its NPU's computing time where every process holds it under the key
+    ``device`` (DEVICE_TIME: the step trace's Computing, the device's work whoever held the host's
+    cores); None where neither."""
+    if on_cpu:
+        return ran_of(processes), CPU_TIME
+    if all(p.get(device) for p in processes):
+        return past_warmup({p["rank"]: p[device] for p in processes}, len(processes)), DEVICE_TIME
+    return None, DEVICE_TIME
+
+
+def past_warmup(by_rank: dict[int, dict[int, float]], processes: int) -> dict[int, dict[int, float]] | None:
+    """Each rank's times by step less the steps of warm-up (2-4), as ran_by_step leaves them out;
+    None where ``processes`` rows made fewer ranks (two rows of one rank) or a rank kept none."""
+    ran = {rank: {s: t for s, t in steps.items() if s > 1 + stepstats.WARMUP_STEPS} for rank, steps in by_rank.items()}
+    return ran if len(ran) == processes and all(ran.values()) else None
 
 
 def longest(processes: list[dict]) -> dict | None:

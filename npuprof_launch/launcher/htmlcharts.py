@@ -378,6 +378,7 @@ HOW_NAMED = {
     "step_times": "by its step times",
     "per_collective": "by who arrived last, collective by collective",
     "cpu_time": "by its time on a CPU, step by step",
+    "device_time": "by its NPU's computing time, step by step",
 }
 
 
@@ -398,11 +399,11 @@ def median_chart(grid: Grid, job: dict) -> str:
         parts.append(f'<ul class="slowlist">{"".join(items)}</ul>')
         lockstep = [s for s in slow_ranks if s.get("method") == "collectives"]
         if lockstep:
-            how = (
-                "Its stepping thread's time on a CPU tells instead: it runs longer than the others, step by step"
-                if all(s.get("rule") == "cpu_time" for s in lockstep)
-                else "The traces tell instead: it is the one that waits least in its collectives"
-            )
+            how = "The traces tell instead: it is the one that waits least in its collectives"
+            if all(s.get("rule") == "cpu_time" for s in lockstep):
+                how = "Its stepping thread's time on a CPU tells instead: it runs longer than the others, step by step"
+            elif all(s.get("rule") == "device_time" for s in lockstep):
+                how = "Its NPU's computing time tells instead: it computes longer than the others, step by step"
             parts.append(
                 '<p class="caption">In lockstep (data parallel) every rank\'s step takes as long as the slowest '
                 "one's, since the others wait for it inside the collective; so its median step time need not stand "

@@ -208,7 +208,7 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
         theirs = [_waited_in(p, shared) for p, _ in rows if p is not process]
         waited = findings.slow_rank_waited(verdict, _waited_in(process, shared), theirs, len(shared))
         if waited is not None and more is not None and more["rank"] == process["rank"]:
-            verdict = {**verdict, **cputime.evidence_of(more), "rule": "cpu_time"}  # a busier rank waits more
+            verdict = {**verdict, **cputime.evidence_of(more), "rule": cputime.CPU_TIME}  # a busier rank waits more
             verdict["evidence"] += f"; it waited more for a CPU, having more to run: it ran {cputime.text(more)}"
         elif waited is not None:
             return found, None if found else waited

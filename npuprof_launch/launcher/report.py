@@ -129,6 +129,7 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     for process in processes:  # read by the job's view alone: the rows stay small
         process.pop(lockstep.COLLECTIVES, None)
         process.pop(lockstep.ON_CPU, None)
+        process.pop(lockstep.DEVICE, None)
     job["processes"] = process_count(processes)  # a process with two stages has two rows
     job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
     findings[:0] = [stallview.stall_item(stall) for stall in job["stalls"]]  # the job stopped: said first

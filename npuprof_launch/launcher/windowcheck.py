@@ -66,6 +66,9 @@ def check(
                     process["profiler_steps"] += timed[0]
                     window_us += timed[1]
                     collective_us += timed[2]
+                device = _device_steps(window, reading.computing)
+                if device:
+                    process.setdefault(lockstep.DEVICE, {}).update(device)
                 each = reading.collectives  # HCCL's operations, as gloo's and NCCL's feed the judge
                 if each is not None:
                     process.setdefault(lockstep.COLLECTIVES, []).extend(each)
@@ -114,3 +117,15 @@ def check(
             )
         )
     return problems, collective_us, window_us
+
+
+def _device_steps(window: dict, computing: list[tuple[int, float]] | None) -> dict[int, float]:
+    """The device's computing time in each of the window's recorded steps, in the job's numbering
+    (the session numbers them ``ProfilerStep#``, from the window's ``profiler_steps_from``); none
+    where the window does not say where its numbering starts."""
+    first, start = window.get("first_step"), window.get("profiler_steps_from")
+    if computing is None or first is None or start is None:
+        return {}
+    last = window.get("last_step") or first
+    shifted = ((first + number - start, seconds) for number, seconds in computing)
+    return {step: seconds for step, seconds in shifted if first <= step <= last}

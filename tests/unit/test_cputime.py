@@ -143,3 +143,39 @@ def test_out_of_lockstep_step_times_that_overlap_name_the_rank_whose_thread_ran_
     assert cputime.confirm_slow(overlap, judged({})) is None, "alike threads: the step times' verdict stands"
     assert cputime.confirm_slow(overlap, judged({0: 1.3})) is None, "the other rank ran longer: not this one's work"
     assert cputime.confirm_slow({**overlap, "ratio": 1.02}, judged({1: 1.3})) is None, "a step 1.02x is no finding"
+
+
+def test_on_npu_data_the_rank_whose_device_computed_longest_is_named_by_its_device_time():
+    """HCCL's collectives (no thread of the host's to read): each session's step trace gives its
+    NPU's computing time a step (windowcheck puts it on the row); the same judge names the rank
+    where the rounds name no one, and says so by the rule ``device_time``."""
+    ran = ran_of(4, 13, {2: 1.3})
+    rounds = waits(4, 13, {5: 2, 7: 2, 10: 2, 13: 2, 16: 2}, seed=1)
+
+    def npu_row(rank: int, device: dict[int, float] | None) -> dict:
+        found = row(rank, rounds[rank], {}, on_cpu=False)
+        del found["cpu_wait"]
+        return {**found, lockstep.DEVICE: device} if device else found
+
+    job = jobview.summarize([npu_row(rank, {4: 0.5, **ran[rank]}) for rank in range(4)])  # step 4: warm-up
+    (slow,) = job["slow_ranks"]
+    assert slow["rank"] == 2 and slow["rule"] == lockstep.DEVICE_TIME == "device_time" and slow["steps"] == 13
+    assert slow["evidence"].startswith("its NPU computed ") and "the longest in 13 of 13 steps" in slow["evidence"]
+    alike = jobview.summarize([npu_row(rank, ran_of(4, 13, seed=3)[rank]) for rank in range(4)])
+    assert alike["slow_ranks"] == [] and "by its NPU's computing time, rank" in alike["no_rank_stands_out"]
+    assert alike["slow_rank_verdict"]["device_time"]["steps"] == 13, alike["slow_rank_verdict"]
+    one_short = jobview.summarize([npu_row(rank, ran[rank] if rank else None) for rank in range(4)])
+    assert "NPU" not in (one_short["no_rank_stands_out"] or ""), "a rank without its device time: no judge"
+
+
+def test_in_lockstep_a_second_rank_the_first_outran_by_the_margin_is_not_named():
+    """Beside the findings benchmark, a healthy rank ran 1.21x the others step after step, next to
+    the 1.50x one: the others waited for the 1.50x rank, never for it. Two ranks alike slow (one
+    host's) are both named."""
+    rounds = waits(4, 13, {5: 2, 7: 2, 10: 2, 13: 2, 16: 2}, seed=1)
+    hidden = ran_of(4, 13, {2: 1.5, 1: 1.21}, spread=0.01)
+    job = jobview.summarize([row(rank, rounds[rank], hidden[rank]) for rank in range(4)])
+    assert [slow["rank"] for slow in job["slow_ranks"]] == [2], job["slow_ranks"]
+    both = ran_of(4, 13, {2: 1.5, 1: 1.45}, spread=0.01)
+    job = jobview.summarize([row(rank, rounds[rank], both[rank]) for rank in range(4)])
+    assert sorted(slow["rank"] for slow in job["slow_ranks"]) == [1, 2], job["slow_ranks"]

@@ -63,6 +63,7 @@ def test_a_kept_reading_gives_what_reading_the_files_gives(tmp_path, export):
     assert kept.collectives == whole and kept.collectives.source == whole.source
     now = keptreading.now(path)
     assert kept.step_times == now.step_times is not None
+    assert kept.computing == now.computing is not None
     assert list(kept.operator_totals.items()) == list(now.operator_totals.items()) != []
     assert deliverables.check_ascend_dir(path, (export,), sound=kept.sound) == []
     assert kept.sound.passed or kept.sound.db_tables, "it vouched for what it read whole"

@@ -41,6 +41,8 @@ class Range(NamedTuple):
     end_ns: int
     pid: int
     tid: int
+    #: The stepping thread's time on a CPU in the range (the stand-in's: what its device computes).
+    cpu_ns: int = 0
 
 
 def device_id() -> int:

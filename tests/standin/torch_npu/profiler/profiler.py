@@ -144,11 +144,15 @@ class _StepRange:
         self.prof = prof
         self.name = f"ProfilerStep#{number}"
         self.start_ns = time.time_ns()
+        self.thread = threading.get_native_id()
+        self.cpu_ns = time.thread_time_ns()
 
     def __exit__(self, *exc) -> None:
         if not self.prof.stopped and self.prof.current_action in (RECORD, SAVE):
             self.prof._window.append(self.name)
-            span = raw.Range(self.name, self.start_ns, time.time_ns(), os.getpid(), threading.get_native_id())
+            tid = threading.get_native_id()
+            cpu_ns = time.thread_time_ns() - self.cpu_ns if tid == self.thread else 0
+            span = raw.Range(self.name, self.start_ns, time.time_ns(), os.getpid(), tid, cpu_ns)
             self.prof.prof_if.ranges.append(span)
 
 

@@ -130,7 +130,7 @@ class ProfilingParser:
             output=self._output_path,
             steps=steps,
             spans=spans,
-            kernels=files.kernels(spans) if cann else [],
+            kernels=self._kernels(spans, ranges) if cann else [],
             pid=first.pid if first else None,
             tid=first.tid if first else 0,
             device=device,
@@ -139,6 +139,15 @@ class ProfilingParser:
             cann=cann,
             comms=_comms(self._profiler_path) if cann else [],
         )
+
+    @staticmethod
+    def _kernels(spans: list, ranges: list) -> list:
+        """``OPERATORS``' kernels, and with $TORCH_NPU_STANDIN_DEVICE_WORK each step's own work."""
+        found = files.kernels(spans)
+        if os.environ.get(_switches.DEVICE_WORK) == "1":
+            cpu_ns = {int(r.name.split("#")[1]): r.cpu_ns for r in ranges}
+            found = sorted(found + files.work_kernels(spans, cpu_ns), key=lambda kernel: kernel.start_ns)
+        return found
 
     def _forked_step(self, name: str, window: Window) -> None:
         """A step in a forked child. The cursor's thread may have held stdout's lock at the fork, so

@@ -90,7 +90,9 @@ STEP_TRACE_TIME_HEADER = STEP_TRACE_TIME_HEADERS["2.14.0"]
 #: OP Type -> (count, total us): a window's kernels, what op_statistic.csv says and the top operators.
 OPERATORS = {"MatMulV2": (4, 812.5), "Add": (8, 96.25), "Cast": (2, 12.0)}
 #: The torch operator that launches each kernel.
-LAUNCHED_BY = {"MatMulV2": "aten::mm", "Add": "aten::add", "Cast": "aten::to"}
+LAUNCHED_BY = {"MatMulV2": "aten::mm", "Add": "aten::add", "Cast": "aten::to", "BatchMatMulV2": "aten::bmm"}
+#: The kernel of a step's own work ($TORCH_NPU_STANDIN_DEVICE_WORK: as long as the stepping thread ran).
+WORK_KERNEL = "BatchMatMulV2"
 #: CANN's timeline process of a device: its pid offset and the stream its kernels run on.
 DEVICE_PID_BASE = 2_000_000
 STREAM = 2
@@ -130,6 +132,18 @@ def kernels(steps: list[Step]) -> list[Kernel]:
             found.append(Kernel(step.number, name, cursor[step], dur_ns))
             cursor[step] += dur_ns + 1000
     return sorted(found, key=lambda kernel: kernel.start_ns)
+
+
+def work_kernels(steps: list[Step], cpu_ns: dict[int, int]) -> list[Kernel]:
+    """One WORK_KERNEL in each step, from a tenth in, as long as the stepping thread ran on a CPU in
+    that step (``cpu_ns`` by step number), within the step: the device's share of the step's work."""
+    found = []
+    for step in steps:
+        start = step.start_ns + (step.end_ns - step.start_ns) // 10
+        dur_ns = min(cpu_ns.get(step.number, 0), step.end_ns - start)
+        if step.number is not None and dur_ns > 0:
+            found.append(Kernel(step.number, WORK_KERNEL, start, dur_ns))
+    return found
 
 
 def write_csv(path: str, header: list[str], rows: list[list]) -> None:
