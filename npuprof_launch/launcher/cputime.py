@@ -145,6 +145,46 @@ def ran_of(processes: list[dict]) -> dict[int, dict[int, float]] | None:
     return ran if len(ran) == len(processes) and all(ran.values()) else None
 
 
+def busier(more: dict | None, by_rank: Mapping[int, list[float]]) -> dict | None:
+    """Out of lockstep, where the step times name no rank: the rank whose stepping thread ran longer
+    on a CPU than chance allows (``more``: longest()), named the slowest by its own work where its
+    median step is no shorter than the others' median (``by_rank``: each rank's step times, the
+    same steps). Beside two CPU hogs on 2 cores, four ranks training alone, one on 30 % more rows:
+    its thread ran 1.28x, the longest in 21 of 21 steps, and its median step was 62.5 ms against
+    59.2-61.5 ms on two others and 46.3 ms on the fourth; the others waited for a CPU while it
+    computed, so the share of the cores the scheduler gave each set the step times, and the step
+    test named none. A rank whose steps are shorter than the others' is not named: there its extra
+    work costs the job nothing. Returns the finding's verdict, or None."""
+    if more is None or more["rank"] not in by_rank or len(by_rank) < 2:
+        return None
+    medians = {rank: stepstats.quantile(sorted(times), 0.5) for rank, times in by_rank.items() if times}
+    own = medians.get(more["rank"])
+    theirs = sorted(step_s for rank, step_s in medians.items() if rank != more["rank"])
+    if own is None or not theirs or own < stepstats.quantile(theirs, 0.5):
+        return None
+    others = stepstats.quantile(theirs, 0.5)
+    evidence = (
+        f"by its own work: its stepping thread ran on a CPU {text(more)}; its median step, {own * 1e3:.1f} ms "
+        f"against {theirs[0] * 1e3:.1f}-{theirs[-1] * 1e3:.1f} ms on the others, is no shorter: on this machine "
+        "the share of the cores each rank got set the step times"
+    )
+    return {
+        "found": True,
+        "rank": more["rank"],
+        "steps": more["steps"],
+        "ranks_compared": more["ranks_compared"],
+        "step_s": own,
+        "others_step_s": others,
+        "ratio": more["ratio"],
+        "test": TEST,
+        "level": LEVEL,
+        "p_value": more["p_value"],
+        **evidence_of(more),
+        "rule": CPU_TIME,
+        "evidence": evidence,
+    }
+
+
 def work_by_step(processes: list[dict], on_cpu: bool, device: str) -> tuple[dict[int, dict[int, float]] | None, str]:
     """Each rank's own work by step and the rule it names by: its stepping thread's time on a CPU
     where ``on_cpu`` (every rank's collectives are gloo's; with NCCL that thread's time is launches

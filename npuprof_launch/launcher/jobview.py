@@ -202,6 +202,8 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
         verdict = findings.slow_rank(by_rank)
         more = cputime.longest([p for p, _ in rows])  # the rank whose thread ran longer on a CPU, if any
         verdict = cputime.confirm_slow(verdict, more) or verdict  # steps that overlap: the CPU tells
+        if not verdict["found"] and not found:  # steps the sharing of the cores set: the work tells
+            verdict = cputime.busier(more, by_rank) or verdict
         if not verdict["found"]:
             return found, None if found else verdict["reason"]
         process = next(p for p, _ in rows if p["rank"] == verdict["rank"])

@@ -179,3 +179,20 @@ def test_in_lockstep_a_second_rank_the_first_outran_by_the_margin_is_not_named()
     both = ran_of(4, 13, {2: 1.5, 1: 1.45}, spread=0.01)
     job = jobview.summarize([row(rank, rounds[rank], both[rank]) for rank in range(4)])
     assert sorted(slow["rank"] for slow in job["slow_ranks"]) == [1, 2], job["slow_ranks"]
+
+
+def test_out_of_lockstep_a_rank_with_more_work_whose_steps_the_cores_evened_is_named_by_its_work():
+    """Four ranks alone beside two CPU hogs, rank 2 on 30 % more rows: its thread ran 1.28x in 21 of
+    21 steps, and its median step, 62.5 ms, was within 59.2-61.5 ms of two others (46.3 ms on the
+    fourth): the step test named none. A rank with more work whose steps are shorter is no finding."""
+    ran = ran_of(4, 21, {2: 1.28})
+    rows = [{"rank": r, "windows": [], "cpu_wait": {"ran": list(map(list, ran[r].items()))}} for r in ran]
+    more = cputime.longest(rows)
+    steps = {0: 0.0615, 1: 0.0592, 2: 0.0625, 3: 0.0463}
+    by_rank = {rank: [step_s * (1 + 0.01 * (i % 3)) for i in range(21)] for rank, step_s in steps.items()}
+    found = cputime.busier(more, by_rank)
+    assert found["rank"] == 2 and found["rule"] == "cpu_time" and found["cpu_longest_in"] == 21, found
+    assert found["evidence"].startswith("by its own work: its stepping thread ran on a CPU ")
+    assert "is no shorter: on this machine the share of the cores each rank got set the step times" in found["evidence"]
+    assert cputime.busier(more, {**by_rank, 2: [0.05] * 21}) is None, "its steps shorter: no cost to this job"
+    assert cputime.busier(cputime.longest(rows[:2] + rows[3:]), by_rank) is None, "no rank's thread ran longer"
