@@ -132,10 +132,10 @@ def confirm_slow(verdict: dict, longest_ran: dict | None) -> dict | None:
     evidence = (
         f"median step {verdict['step_s'] * 1e3:.1f} ms against {verdict['others_step_s'] * 1e3:.1f} ms on the other "
         f"ranks ({verdict['ratio']:.2f}x), above their median in {verdict['above_others_in']} of {verdict['steps']} "
-        f"steps (p = {verdict['p_value']:.2g}: a busy machine's spread); its stepping thread ran on a CPU "
-        f"{text(longest_ran)}"
+        f"steps (p = {verdict['p_value']:.2g}: a busy machine's spread); {did(longest_ran)} {text(longest_ran)}"
     )
-    return {**verdict, **evidence_of(longest_ran), "found": True, "rule": CPU_TIME, "evidence": evidence}
+    rule = longest_ran.get("rule", CPU_TIME)
+    return {**verdict, **evidence_of(longest_ran), "found": True, "rule": rule, "evidence": evidence}
 
 
 def ran_of(processes: list[dict]) -> dict[int, dict[int, float]] | None:
@@ -164,7 +164,7 @@ def busier(more: dict | None, by_rank: Mapping[int, list[float]]) -> dict | None
         return None
     others = stepstats.quantile(theirs, 0.5)
     evidence = (
-        f"by its own work: its stepping thread ran on a CPU {text(more)}; its median step, {own * 1e3:.1f} ms "
+        f"by its own work: {did(more)} {text(more)}; its median step, {own * 1e3:.1f} ms "
         f"against {theirs[0] * 1e3:.1f}-{theirs[-1] * 1e3:.1f} ms on the others, is no shorter: on this machine "
         "the share of the cores each rank got set the step times"
     )
@@ -180,7 +180,7 @@ def busier(more: dict | None, by_rank: Mapping[int, list[float]]) -> dict | None
         "level": LEVEL,
         "p_value": more["p_value"],
         **evidence_of(more),
-        "rule": CPU_TIME,
+        "rule": more.get("rule", CPU_TIME),
         "evidence": evidence,
     }
 
@@ -205,13 +205,22 @@ def past_warmup(by_rank: dict[int, dict[int, float]], processes: int) -> dict[in
     return ran if len(ran) == processes and all(ran.values()) else None
 
 
-def longest(processes: list[dict]) -> dict | None:
+def longest(processes: list[dict], device: str = "") -> dict | None:
     """The first rank the judge names among ``processes`` (its thread ran longer on a CPU than
     chance allows, by the margin): the evidence that a rank slower than the others has more work,
-    not less of the cores. None where it names none, and where a process kept no time."""
-    ran = ran_of(processes)
+    not less of the cores; its ``rule`` says which time. Where every process profiled an NPU, its
+    device's computing time (under the key ``device``) stands for the thread's, which there is
+    launches and waits. None where it names none, and where a process kept no time."""
+    rule, ran = CPU_TIME, ran_of(processes)
+    if device and processes and all(p.get("backend") == "npu" for p in processes):
+        rule, ran = DEVICE_TIME, past_warmup({p["rank"]: p.get(device) or {} for p in processes}, len(processes))
     named = judge(ran)["named"] if ran is not None else []
-    return named[0] if named else None
+    return {**named[0], "rule": rule} if named else None
+
+
+def did(named: dict) -> str:
+    """What ``named``'s time is of, as its evidence says it: "its stepping thread ran on a CPU"."""
+    return "its NPU computed" if named.get("rule") == DEVICE_TIME else "its stepping thread ran on a CPU"
 
 
 def evidence_of(named: dict) -> dict:

@@ -200,7 +200,7 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
     while len(rows) >= 2 and len(found) < SLOW_RANKS_TESTED:
         by_rank = {p["rank"]: [steps.durations[step - steps.first] for step in shared] for p, steps in rows}
         verdict = findings.slow_rank(by_rank)
-        more = cputime.longest([p for p, _ in rows])  # the rank whose thread ran longer on a CPU, if any
+        more = cputime.longest([p for p, _ in rows], lockstep.DEVICE)  # the rank whose own work ran longer, if any
         verdict = cputime.confirm_slow(verdict, more) or verdict  # steps that overlap: the CPU tells
         if not verdict["found"] and not found:  # steps the sharing of the cores set: the work tells
             verdict = cputime.busier(more, by_rank) or verdict
@@ -210,8 +210,10 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
         theirs = [_waited_in(p, shared) for p, _ in rows if p is not process]
         waited = findings.slow_rank_waited(verdict, _waited_in(process, shared), theirs, len(shared))
         if waited is not None and more is not None and more["rank"] == process["rank"]:
-            verdict = {**verdict, **cputime.evidence_of(more), "rule": cputime.CPU_TIME}  # a busier rank waits more
-            verdict["evidence"] += f"; it waited more for a CPU, having more to run: it ran {cputime.text(more)}"
+            verdict = {**verdict, **cputime.evidence_of(more), "rule": more["rule"]}  # a busier rank waits more
+            verdict["evidence"] += (
+                f"; it waited more for a CPU, having more to run: {cputime.did(more)} {cputime.text(more)}"
+            )
         elif waited is not None:
             return found, None if found else waited
         found.append(

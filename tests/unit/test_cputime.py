@@ -196,3 +196,27 @@ def test_out_of_lockstep_a_rank_with_more_work_whose_steps_the_cores_evened_is_n
     assert "is no shorter: on this machine the share of the cores each rank got set the step times" in found["evidence"]
     assert cputime.busier(more, {**by_rank, 2: [0.05] * 21}) is None, "its steps shorter: no cost to this job"
     assert cputime.busier(cputime.longest(rows[:2] + rows[3:]), by_rank) is None, "no rank's thread ran longer"
+
+
+def test_out_of_lockstep_on_npu_the_device_s_computing_time_is_the_work_never_the_host_thread_s():
+    """On an NPU the stepping thread's time is launches and waits: where every rank profiled one,
+    the judge reads each session's computing time a step, and reads nothing where a rank has none."""
+    work, host = ran_of(2, 21, {1: 1.3}), ran_of(2, 21, {0: 1.3}, seed=1)
+
+    def npu_rows(device: bool) -> list[dict]:
+        rows = []
+        for rank in (0, 1):
+            one = {
+                "rank": rank,
+                "backend": "npu",
+                "windows": [],
+                "cpu_wait": {"ran": list(map(list, host[rank].items()))},
+            }
+            rows.append({**one, lockstep.DEVICE: work[rank]} if device else one)
+        return rows
+
+    more = cputime.longest(npu_rows(True), lockstep.DEVICE)
+    assert more["rank"] == 1 and more["rule"] == "device_time" and cputime.did(more) == "its NPU computed", more
+    assert cputime.longest(npu_rows(False), lockstep.DEVICE) is None, "no device time: not the host thread's"
+    cpu = [{**row, "backend": "torch"} for row in npu_rows(True)]
+    assert cputime.longest(cpu, lockstep.DEVICE)["rank"] == 0, "on the CPU the thread's time is the work"

@@ -249,7 +249,7 @@ def test_a_rank_slower_because_it_waited_for_a_cpu_is_not_named_slow():
     (found,) = busier["slow_ranks"]
     assert found["rank"] == 0 and found["rule"] == "cpu_time" and found["cpu_longest_in"] == 25, found
     assert found["evidence"].endswith("(1 in 4 by chance; p = 3.6e-15, level 0.001)"), found["evidence"]
-    assert "it waited more for a CPU, having more to run: it ran 3.4 ms a step against" in found["evidence"]
+    assert "having more to run: its stepping thread ran on a CPU 3.4 ms a step against" in found["evidence"]
 
 
 def collective_row(rank: int, collective_s: float, last_step: int, step_s: float = 0.05, window_s: float = 0.2) -> dict:
