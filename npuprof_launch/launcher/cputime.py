@@ -34,12 +34,7 @@ DEVICE_TIME = "device_time"
 LEVEL = collectives.LEVEL
 TEST = "the longest time on a CPU in more steps than chance: binomial against 1 in n, times the ranks tested"
 #: The least ratio of the rank's median step on a CPU to the others' median: alike ranks beside two
-#: CPU hogs differed by up to 1.05 (a rank's cache and core shared with others, for a window). It
-#: must hold in each half of the steps compared, as a rank the rounds of collectives waited for must
-#: be waited for in each (collectives.ONE_STRETCH): a machine holds a rank's thread back for a
-#: stretch (beside a findings benchmark and its CPU hogs, a healthy rank ran 1.17x the others in the
-#: second half of a 4-rank window and 1.11x in the first); each rank on 30 % more rows of the kept
-#: runs held 1.18x or more in both.
+#: CPU hogs differed by up to 1.05 (a rank's cache and core shared with others, for a window).
 RATIO = 1.15
 #: ...and the least extra time a step: less is within one time slice of the scheduler.
 NOISE_S = 0.001
@@ -66,21 +61,11 @@ def judge(ran: Mapping[int, Mapping[int, float]], *, level: float = LEVEL) -> di
         found = _longest(ran, steps, left, medians, tested=len(ranks))
         if verdict["top"] is None:
             verdict["top"] = found
-        if found["p_value"] >= level or min(found["ratio"], *found["halves_ratio"]) < RATIO:
-            break
-        if found["extra_per_step_s"] < NOISE_S:
+        if found["p_value"] >= level or found["ratio"] < RATIO or found["extra_per_step_s"] < NOISE_S:
             break
         verdict["named"].append(found)
         left.remove(found["rank"])
     return verdict
-
-
-def not_hidden(named: list[dict]) -> list[dict]:
-    """In lockstep, the ranks of ``named`` (the judge's, longest first) the others can be waiting
-    for: they wait for the longest, so a rank the first outran by the margin hides behind it (tried:
-    beside the findings benchmark, a rank at 1.21x next to the 1.50x one). Two ranks of one slow
-    host, alike, are both kept."""
-    return [one for one in named if one["ran_per_step_s"] * RATIO >= named[0]["ran_per_step_s"]]
 
 
 def _longest(ran: Mapping[int, Mapping[int, float]], steps: list[int], ranks: list[int], medians, tested: int) -> dict:
@@ -91,8 +76,6 @@ def _longest(ran: Mapping[int, Mapping[int, float]], steps: list[int], ranks: li
     rank = max(ranks, key=lambda one: (counts[one], medians[one]))
     others = stepstats.quantile(sorted(medians[one] for one in ranks if one != rank), 0.5)
     p_value = min(1.0, tested * collectives.binomial_tail(counts[rank], len(steps), 1 / len(ranks)))
-    middle = len(steps) // 2
-    halves = [_ratio(ran, half, rank, ranks) for half in (steps[:middle], steps[middle:]) if half]
     return {
         "rank": rank,
         "longest_in": counts[rank],
@@ -103,17 +86,7 @@ def _longest(ran: Mapping[int, Mapping[int, float]], steps: list[int], ranks: li
         "others_ran_per_step_s": others,
         "ratio": round(medians[rank] / others, 3) if others > 0 else 0.0,
         "extra_per_step_s": medians[rank] - others,
-        "halves_ratio": halves,
     }
-
-
-def _ratio(ran: Mapping[int, Mapping[int, float]], steps: list[int], rank: int, ranks: list[int]) -> float:
-    """``rank``'s median over ``steps`` to the median of the others' (HALVES: the margin must hold in
-    each half of the window's steps)."""
-    own = stepstats.quantile(sorted(ran[rank][step] for step in steps), 0.5)
-    medians = (stepstats.quantile(sorted(ran[one][step] for step in steps), 0.5) for one in ranks if one != rank)
-    theirs = stepstats.quantile(sorted(medians), 0.5)
-    return round(own / theirs, 3) if theirs > 0 else 0.0
 
 
 def text(named: dict) -> str:
