@@ -89,6 +89,20 @@ def cpu_wait_of(cpu_wait: dict | None, step: int) -> dict:
     return {}
 
 
+def cpu_wait_in(cpu_wait: dict | None, steps: list[int]) -> float:
+    """What the stepping thread waited for a CPU in ``steps``: each step's own wait where the record
+    kept it (``waited``: the steps beside a window, however short the wait; a 0.5 ms job's 2.5 ms a
+    step is no block), else each block of readings kept whole, its wait shared among its steps (a
+    block not kept has a bound only, which proves nothing)."""
+    exact = {int(step): float(seconds) for step, seconds in (cpu_wait or {}).get("waited") or ()}
+    total = sum(exact.get(step, 0.0) for step in steps)
+    rest = [step for step in steps if step not in exact]
+    for first, last, seconds in (cpu_wait or {}).get("blocks") or ():
+        inside = sum(1 for step in rest if first <= step <= last)
+        total += float(seconds) * inside / (last - first + 1)
+    return total
+
+
 def _aftercare_cost(durations, profiled: ToolSteps, median: float, spikes: list[dict]) -> None:
     """Each spike beside the aftercare gets ``aftercare_others_s``: the worst excess over the median
     of the other steps the aftercare touched (past warm-up, outside the profiled steps), what its

@@ -19,7 +19,8 @@ are). Kept: the ``KEPT`` largest waits of ``KEPT_S`` or more; every block not ke
 The same line's first field is the time the thread ran on a CPU. Kept for each profiled step (a
 block of its own: lockstep.py), each of the ``RAN_BEFORE`` steps before a window planned and of the
 ``RAN_AFTER`` after one (read at each of their boundaries too: a few microseconds a step, beside a
-window only), ``RAN_KEPT`` of them at most:
+window only), ``RAN_KEPT`` of them at most, each with its wait for a CPU (``waited``: below KEPT_S
+it is no block, and a 0.5 ms job's 2.5 ms a step is the whole of its excess):
 in lockstep every rank's step takes as long as the slowest one's, and where the machine is shared,
 the order in which ranks reach a collective moves with the scheduler; the time a rank's stepping
 thread ran does not. A rank that computes 30 % more runs 30 % longer in each step, whoever held the
@@ -77,6 +78,8 @@ class CpuWait:
         self.covered: list[list[int]] = []
         #: ``[step, seconds]``: the time the thread ran on a CPU in each profiled step.
         self.ran: list[list] = []
+        #: ``[step, seconds]``: its wait for a CPU in each of those steps, however short.
+        self.waited: list[list] = []
         self._last: tuple[int, int, int, int] | None = None  # (step, wait ns, thread, ran ns)
         #: The steps read one by one beside a window: before the next (before_window), after the
         #: last (after_window).
@@ -112,6 +115,7 @@ class CpuWait:
             followed = any(first <= steps <= end for first, end in self._follow)
             if (profiled or followed) and steps == last[0] + 1 and len(self.ran) < RAN_KEPT:
                 self.ran.append([steps, round((ran_ns - last[3]) / 1e9, 6)])
+                self.waited.append([steps, round((wait_ns - last[1]) / 1e9, 6)])
         self._last = (steps, wait_ns, thread, ran_ns)
         self.at = steps + steptiming.steps_in(BLOCK_S, steptiming.recent_step_s(times))
         for first, end in self._follow:
@@ -135,8 +139,8 @@ class CpuWait:
 
     def record(self) -> dict | None:
         """The record's ``cpu_wait``: the kept ``blocks``, the ``covered`` steps and the bound
-        ``at_most_s`` on the other blocks in them, and ``ran``, the profiled steps' time on a CPU;
-        None where no block was read."""
+        ``at_most_s`` on the other blocks in them, ``ran``, the time on a CPU of the profiled steps
+        and those beside each window, and ``waited``, their waits; None where no block was read."""
         if not self.covered:
             return None
         return {
@@ -144,4 +148,5 @@ class CpuWait:
             "covered": [list(span) for span in self.covered],
             "at_most_s": max(KEPT_S, self.dropped_s),
             "ran": [list(one) for one in self.ran],
+            "waited": [list(one) for one in self.waited],
         }

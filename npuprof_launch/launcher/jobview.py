@@ -207,8 +207,9 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
         if not verdict["found"]:
             return found, None if found else verdict["reason"]
         process = next(p for p, _ in rows if p["rank"] == verdict["rank"])
-        theirs = [_waited_in(p, shared) for p, _ in rows if p is not process]
-        waited = findings.slow_rank_waited(verdict, _waited_in(process, shared), theirs, len(shared))
+        theirs = [stepstats.cpu_wait_in(p.get("cpu_wait"), shared) for p, _ in rows if p is not process]
+        own = stepstats.cpu_wait_in(process.get("cpu_wait"), shared)
+        waited = findings.slow_rank_waited(verdict, own, theirs, len(shared))
         if waited is not None and more is not None and more["rank"] == process["rank"]:
             verdict = {**verdict, **cputime.evidence_of(more), "rule": more["rule"]}  # a busier rank waits more
             verdict["evidence"] += (
@@ -221,16 +222,6 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
         )
         rows = [(p, steps) for p, steps in rows if p is not process]
     return found, None
-
-
-def _waited_in(process: dict, steps: list[int]) -> float:
-    """What the process's stepping thread waited for a CPU in ``steps``: each block of readings kept
-    whole, its wait shared among its steps (a block not kept has a bound only, which proves nothing)."""
-    total = 0.0
-    for first, last, seconds in (process.get("cpu_wait") or {}).get("blocks") or ():
-        inside = sum(1 for step in steps if first <= step <= last)
-        total += float(seconds) * inside / (last - first + 1)
-    return total
 
 
 def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:

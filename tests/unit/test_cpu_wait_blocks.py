@@ -43,6 +43,7 @@ def test_a_block_runs_from_the_step_after_a_reading_to_the_next_and_only_waits_o
         "covered": [[2, 12]],
         "at_most_s": cpuwait.KEPT_S,
         "ran": [],
+        "waited": [],
     }
 
 
@@ -54,8 +55,14 @@ def test_the_time_on_a_cpu_is_kept_for_each_profiled_step_that_is_a_block_of_its
     wait.note(1, [])
     for step, ran_ms, profiled in ((2, 20, True), (3, 26, True), (7, 80, True), (8, 21, True), (9, 30, False)):
         kernel.ran_ns += ran_ms * 1_000_000
+        kernel.ns += 2_000_000  # 2 ms waited each time: under KEPT_S, no block
         wait.note(step, [], profiled=profiled)
-    assert wait.record()["ran"] == [[2, 0.02], [3, 0.026], [8, 0.021]], "steps 4-7 are one block, 9 not profiled"
+    record = wait.record()
+    assert record["ran"] == [[2, 0.02], [3, 0.026], [8, 0.021]], "steps 4-7 are one block, 9 not profiled"
+    assert record["waited"] == [[2, 0.002], [3, 0.002], [8, 0.002]] and record["blocks"] == [], "each its own wait"
+    steps = [2, 3, 8]  # a 0.5 ms job's 2 ms a step is the whole of its excess: the exact waits tell it
+    assert stepstats.cpu_wait_in(record, steps) == pytest.approx(0.006)
+    assert stepstats.cpu_wait_in({**record, "waited": [], "blocks": [[2, 3, 0.01]]}, steps) == 0.01, "blocks alone"
 
 
 def test_the_longest_waits_are_kept_and_the_rest_bounded_by_the_longest_dropped():
