@@ -53,3 +53,21 @@ def test_a_few_evenly_spaced_steps_that_only_waited_for_a_cpu_are_no_period():
     assert job_with(few, waits={s: 0.29 for s in few})["spike_period"] is None
     many = {11: 0.4, 21: 0.4, 31: 0.4, 41: 0.4, 51: 0.4}
     assert job_with(many, waits={s: 0.39 for s in many})["spike_period"] == {"every": 10, "steps": [11, 21, 31, 41, 51]}
+
+
+def test_evenly_spaced_steps_of_different_ranks_that_only_waited_for_a_cpu_are_no_period():
+    """Eight 0.5 ms ranks training alone beside CPU hogs were told "every 2 steps (8, 10, 12, 14,
+    16)": five steps a wait for a CPU explains, on ranks 3 and 6, 4, 4, 3, 4. A job's periodic work
+    is a rank's own, or every rank's: the same waits on one rank, or on all, stay a period."""
+
+    def rank(number: int, spiky: dict[int, float]) -> dict:
+        durations = [spiky.get(step, TYPICAL + step * 1e-7) for step in range(2, 61)]
+        blocks = [[step, step, seconds - TYPICAL] for step, seconds in sorted(spiky.items())]
+        stats = stepstats.rank_stats(durations, cpu_wait={"blocks": blocks, "covered": [[2, 60]], "at_most_s": 0.0})
+        return {"rank": number, "steps": 60, "step_stats": stats}
+
+    scattered = {8: (3, 6), 10: (4,), 12: (4,), 14: (3,), 16: (4,)}
+    rows = [rank(r, {step: 0.3 for step, ranks in scattered.items() if r in ranks}) for r in range(8)]
+    assert jobview.summarize(rows)["spike_period"] is None
+    one = [rank(r, {step: 0.3 for step in scattered} if r == 4 else {}) for r in range(8)]
+    assert jobview.summarize(one)["spike_period"] == {"every": 2, "steps": [8, 10, 12, 14, 16]}
