@@ -387,8 +387,8 @@ def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
     COLLECTIVE_RATIO of the others' median and beyond their spread), the others waited
     ONE_OFF_WAIT_STEPS of the job's median step longer a recorded step, and its own work there was
     ONE_OFF_WORK_RATIO times theirs and longer than theirs by half their extra wait
-    (_why_not_its_work): not their profilers' start or stop. What it waited for a CPU there is
-    taken off both its work and their wait: the machine's doing, not the job's."""
+    (_why_not_its_work): not their profilers' start or stop. Its wait for a CPU there is taken off
+    its work, and its wait past the others' median off their wait: the machine's doing, not the job's."""
     measured = _measured(group)
     if len(measured) < 2:
         return []
@@ -406,8 +406,8 @@ def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
     cpu_s, bound = _cpu_wait_in(process)
     own_work = process["window_s"] - own - cpu_s
     works = sorted(p["window_s"] - p["collective_s"] for p in others)
-    work = stepstats.quantile(works, 0.5)
-    if per_step - cpu_s / recorded < ONE_OFF_WAIT_STEPS * step_s or own_work < ONE_OFF_WORK_RATIO * work:
+    work, machine = stepstats.quantile(works, 0.5), _cpu_excess(process, others) / recorded
+    if per_step - machine < ONE_OFF_WAIT_STEPS * step_s or own_work < ONE_OFF_WORK_RATIO * work:
         return []
     if _why_not_its_work(process, others, typical - own) is not None:
         return []

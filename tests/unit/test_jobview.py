@@ -352,6 +352,14 @@ def test_a_spike_of_three_of_a_busy_machine_s_steps_in_a_window_of_one_step_name
     rows = [dict(collective_row(r, c, 3, s, w), cpu_wait=waits[r]) for r, (c, w, s, _) in enumerate(spike)]
     (once,) = jobview.summarize(rows)["waited_for"]
     assert once["rank"] == 1 and once["vs_median"] == 3.3, once
+    # F14: the others waited for a CPU 11-15 ms in that step, rank 1 5 ms at most: its extra wait for
+    # a CPU, past theirs, is none, and their 34.2 ms longer in collectives is all the spike's.
+    spike = [(0.032, 0.0453, 0.0158, 0.01106), (0.0067, 0.0601, 0.0168, 0.005), (0.0506, 0.0686, 0.0175, 0.01497)]
+    spike.append((0.0409, 0.056, 0.0162, 0.0116))
+    waits = [{"blocks": [[3, 3, cpu]], "covered": [[2, 20]], "at_most_s": 0.005} for *_, cpu in spike]
+    rows = [dict(collective_row(r, c, 3, s, w), cpu_wait=waits[r]) for r, (c, w, s, _) in enumerate(spike)]
+    (once,) = jobview.summarize(rows)["waited_for"]
+    assert once["rank"] == 1, once
     healthy = [(0.0292, 0.0397), (0.037, 0.0447), (0.017, 0.0276), (0.0179, 0.0264)]
     job = jobview.summarize([collective_row(r, c, 3, 0.015, w) for r, (c, w) in enumerate(healthy)])
     assert job["waited_for"] == [] and job["slow_ranks"] == []
