@@ -265,7 +265,8 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
                     else (False, "beside the tool's aftercare, its cost not recorded")
                 )
             if "cpu_wait_s" in spike:
-                ok, text = findings.spike_with_cpu_wait(spike["step_s"], stats["median_s"], spike)
+                own = stats.get("own_median_s") or stats["median_s"]  # its steps' own time: like for like
+                ok, text = findings.spike_with_cpu_wait(spike["step_s"], own, spike)
                 item["cpu_verdict"] = (ok, text if item["rank"] is None else f"rank {item['rank']}: {text}")
             by_step.setdefault(key, []).append(item)
             owner[id(item)] = (process, stats["median_s"])

@@ -220,3 +220,23 @@ def test_the_steps_beside_a_window_are_read_one_by_one_and_kept():
     assert called == list(range(40 - 2 - before, 43 + after + 1)), "then none till 100 steps on"
     kept = [step for step, _ in wait.record()["ran"]]
     assert kept == [*range(40 - 1 - before, 39), 40, 41, 42, *range(44, 44 + after)], kept
+
+
+def test_a_spike_s_own_time_is_judged_against_the_steps_own_times_when_most_of_each_step_waited():
+    """tests/test_cpu_wait.py beside the findings benchmark's CPU hogs: the job pinned to a shared
+    core had a 234 ms median step, some 200 ms of each waiting for a CPU; its 0.5 s sleep (801 ms,
+    265 ms of it waiting) was 536 ms without its wait, under the bar of 3x the median (702 ms), and
+    went undecidable. Its own steps took some 35 ms: the sleep is 15x them, the job's."""
+    rng = random.Random(5)
+    waits = {step: 0.2 * (1 + rng.gauss(0, 0.1)) for step in range(2, 61)}
+    waits[12], waits[30] = 1.657, 0.265  # step 12: sixteen spinners on its core
+    durations = [0.035 + waits[step] for step in range(2, 61)]
+    durations[30 - 2] = 0.036 + 0.5 + 0.265
+    cpu = {"blocks": [[step, step, wait] for step, wait in waits.items()], "covered": [[2, 60]], "at_most_s": 0.005}
+    stats = stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=60), cpu)
+    assert 0.2 < stats["median_s"] < 0.26 and stats["own_median_s"] == pytest.approx(0.035)
+    job = jobview.summarize([{"rank": 0, "steps": 60, "step_stats": stats}])
+    assert [spike["step"] for spike in job["spikes"]] == [30], job["spikes"]
+    assert "still 15.3x the median without it" in job["spikes"][0]["cpu_evidence"]
+    assert [s["step"] for s in job["undecidable_spikes"]] == [12], "the spinners' step: the machine's"
+    assert stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=60), None)["own_median_s"] is None
