@@ -183,3 +183,20 @@ def test_a_rank_slowest_in_nearly_every_one_of_few_steps_is_told_as_too_few_step
     assert (
         verdict["reason"].startswith("too few steps to tell: rank 2 (") and "at least 7 such steps" in verdict["reason"]
     )
+
+
+def test_in_lockstep_a_rank_that_waited_for_ranks_the_aftercare_held_is_undecidable_with_them():
+    """F15, a healthy 8-rank DDP job beside CPU hogs: rank 5's last step took 106 ms, 1.6 ms of it
+    waiting for a CPU, the rest in the step's collective for ranks whose window's aftercare (the
+    export) still ran beside them, their spikes undecidable; rank 5's alone was named a spike."""
+    done = {**WINDOW, "aftercare_steps": [12, 13]}  # rank 1's export was over by step 14
+
+    def rows(step_s: float) -> list[dict]:
+        tools = (stepstats.ToolSteps([WINDOW], steps=40), stepstats.ToolSteps([done], steps=40))
+        stats = [stepstats.rank_stats(durations_with({14: s}), tool) for s, tool in zip((0.2, step_s), tools)]
+        return [{"rank": rank, "steps": 40, "step_stats": one} for rank, one in enumerate(stats)]
+
+    job = jobview.summarize(rows(0.150))
+    assert job["spikes"] == [] and [(s["step"], s["ranks"]) for s in job["undecidable_spikes"]] == [(14, [0, 1])]
+    longer = jobview.summarize(rows(0.900))["spikes"]
+    assert [(s["step"], s["ranks"]) for s in longer] == [(14, [1])], "longer than theirs: its own"
