@@ -103,7 +103,8 @@ def test_a_rank_on_30_percent_more_rows_is_named_from_13_steps_by_its_npu_s_comp
             computing[rank] = sorted(float(row["Computing"]) for row in csv.DictReader(handle))
     assert sorted(computing) == [0, 1, 2, 3] and all(len(times) == 13 for times in computing.values()), computing
     median = {rank: times[6] for rank, times in computing.items()}
-    assert median[2] > 1.15 * max(median[rank] for rank in (0, 1, 3)), median
+    others = sorted(median[rank] for rank in (0, 1, 3))  # the rule's margin is over the others' median
+    assert median[2] > 1.15 * others[1], median
     if slow["rule"] == "device_time":
         assert slow["longest_in"] >= 10 and slow["steps"] == 12 and slow["p_value"] < slow["level"], slow
         assert slow["evidence"].startswith("its NPU computed "), slow  # steps 5-16: step 4 is warm-up
