@@ -77,7 +77,7 @@ def test_a_rank_on_30_percent_more_rows_is_named_from_13_steps_and_its_thread_ra
     beside = {2, 18, 19}  # before the window's watch (3), after its stop (17) to the job's end
     assert all(set(ran[rank]) == set(range(4, 17)) | beside for rank in ran), "each profiled step, those beside"
     median = {rank: sorted(times[step] for step in range(4, 17))[6] for rank, times in ran.items()}
-    assert median[2] > 1.15 * max(median[rank] for rank in (0, 1, 3)), median
+    assert median[2] > 1.15 * sorted(median[rank] for rank in (0, 1, 3))[1], median  # the others' median
     if slow["rule"] == "cpu_time":
         assert slow["longest_in"] >= 10 and slow["steps"] == 14 and slow["p_value"] < slow["level"], slow
         assert "its stepping thread ran on a CPU" in slow["evidence"], slow  # steps 5-16, 18-19: not 4 nor 17
