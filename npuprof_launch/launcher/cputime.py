@@ -129,20 +129,33 @@ def confirm_slow(verdict: dict, longest_ran: dict | None) -> dict | None:
         return None
     if longest_ran is None or longest_ran["rank"] != verdict["rank"]:
         return None
+    rule = longest_ran.get("rule", CPU_TIME)
     evidence = (
         f"median step {verdict['step_s'] * 1e3:.1f} ms against {verdict['others_step_s'] * 1e3:.1f} ms on the other "
         f"ranks ({verdict['ratio']:.2f}x), above their median in {verdict['above_others_in']} of {verdict['steps']} "
-        f"steps (p = {verdict['p_value']:.2g}: a busy machine's spread); {did(longest_ran)} {text(longest_ran)}"
+        f"steps (p = {verdict['p_value']:.2g}: a busy machine's spread); {did(rule)} {text(longest_ran)}"
     )
-    rule = longest_ran.get("rule", CPU_TIME)
     return {**verdict, **evidence_of(longest_ran), "found": True, "rule": rule, "evidence": evidence}
 
 
 def ran_of(processes: list[dict]) -> dict[int, dict[int, float]] | None:
     """Each process's time on a CPU by step (ran_by_step), by rank; None where a process kept none
     or two rows are one rank's: the judge compares ranks over the steps they all hold."""
-    ran = {p["rank"]: ran_by_step(p) for p in processes}
-    return ran if len(ran) == len(processes) and all(ran.values()) else None
+    return _every_rank({p["rank"]: ran_by_step(p) for p in processes}, len(processes))
+
+
+def device_of(processes: list[dict], device: str) -> dict[int, dict[int, float]] | None:
+    """Each process's NPU computing time by step (the row's ``device`` key: windowcheck.py, from the
+    step trace), by rank, less the steps of warm-up (2-4) as ran_by_step leaves them out; None as
+    ran_of."""
+    warm = 1 + stepstats.WARMUP_STEPS
+    by_rank = {p["rank"]: {s: t for s, t in (p.get(device) or {}).items() if s > warm} for p in processes}
+    return _every_rank(by_rank, len(processes))
+
+
+def _every_rank(by_rank: dict[int, dict[int, float]], processes: int) -> dict[int, dict[int, float]] | None:
+    """``by_rank`` where the ``processes`` rows made as many ranks and each rank kept a time."""
+    return by_rank if len(by_rank) == processes and all(by_rank.values()) else None
 
 
 def busier(more: dict | None, by_rank: Mapping[int, list[float]]) -> dict | None:
@@ -160,11 +173,11 @@ def busier(more: dict | None, by_rank: Mapping[int, list[float]]) -> dict | None
     medians = {rank: stepstats.quantile(sorted(times), 0.5) for rank, times in by_rank.items() if times}
     own = medians.get(more["rank"])
     theirs = sorted(step_s for rank, step_s in medians.items() if rank != more["rank"])
-    if own is None or not theirs or own < stepstats.quantile(theirs, 0.5):
+    others = stepstats.quantile(theirs, 0.5) if theirs else 0.0
+    if own is None or not theirs or own < others:
         return None
-    others = stepstats.quantile(theirs, 0.5)
     evidence = (
-        f"by its own work: {did(more)} {text(more)}; its median step, {own * 1e3:.1f} ms "
+        f"by its own work: {did(more['rule'])} {text(more)}; its median step, {own * 1e3:.1f} ms "
         f"against {theirs[0] * 1e3:.1f}-{theirs[-1] * 1e3:.1f} ms on the others, is no shorter: on this machine "
         "the share of the cores each rank got set the step times"
     )
@@ -191,18 +204,7 @@ def work_by_step(processes: list[dict], on_cpu: bool, device: str) -> tuple[dict
     and spins: CPU_TIME), else its NPU's computing time where every process holds it under the key
     ``device`` (DEVICE_TIME: the step trace's Computing, the device's work whoever held the host's
     cores); None where neither."""
-    if on_cpu:
-        return ran_of(processes), CPU_TIME
-    if all(p.get(device) for p in processes):
-        return past_warmup({p["rank"]: p[device] for p in processes}, len(processes)), DEVICE_TIME
-    return None, DEVICE_TIME
-
-
-def past_warmup(by_rank: dict[int, dict[int, float]], processes: int) -> dict[int, dict[int, float]] | None:
-    """Each rank's times by step less the steps of warm-up (2-4), as ran_by_step leaves them out;
-    None where ``processes`` rows made fewer ranks (two rows of one rank) or a rank kept none."""
-    ran = {rank: {s: t for s, t in steps.items() if s > 1 + stepstats.WARMUP_STEPS} for rank, steps in by_rank.items()}
-    return ran if len(ran) == processes and all(ran.values()) else None
+    return (ran_of(processes), CPU_TIME) if on_cpu else (device_of(processes, device), DEVICE_TIME)
 
 
 def longest(processes: list[dict], device: str = "") -> dict | None:
@@ -213,14 +215,14 @@ def longest(processes: list[dict], device: str = "") -> dict | None:
     launches and waits. None where it names none, and where a process kept no time."""
     rule, ran = CPU_TIME, ran_of(processes)
     if device and processes and all(p.get("backend") == "npu" for p in processes):
-        rule, ran = DEVICE_TIME, past_warmup({p["rank"]: p.get(device) or {} for p in processes}, len(processes))
+        rule, ran = DEVICE_TIME, device_of(processes, device)
     named = judge(ran)["named"] if ran is not None else []
     return {**named[0], "rule": rule} if named else None
 
 
-def did(named: dict) -> str:
-    """What ``named``'s time is of, as its evidence says it: "its stepping thread ran on a CPU"."""
-    return "its NPU computed" if named.get("rule") == DEVICE_TIME else "its stepping thread ran on a CPU"
+def did(rule: str) -> str:
+    """What a time of ``rule`` is of, as the evidence says it: "its stepping thread ran on a CPU"."""
+    return "its NPU computed" if rule == DEVICE_TIME else "its stepping thread ran on a CPU"
 
 
 def evidence_of(named: dict) -> dict:

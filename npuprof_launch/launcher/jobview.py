@@ -213,7 +213,7 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
         if waited is not None and more is not None and more["rank"] == process["rank"]:
             verdict = {**verdict, **cputime.evidence_of(more), "rule": more["rule"]}  # a busier rank waits more
             verdict["evidence"] += (
-                f"; it waited more for a CPU, having more to run: {cputime.did(more)} {cputime.text(more)}"
+                f"; it waited more for a CPU, having more to run: {cputime.did(more['rule'])} {cputime.text(more)}"
             )
         elif waited is not None:
             return found, None if found else waited

@@ -242,9 +242,8 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
         process, last = by_rank[named["rank"]], lasts[named["rank"]]
         window = process.get("window_label") or "its window"
         at = f"; so are most ranks of its host, {host}" if host else ""
-        where = f"its NPU computed {cputime.text(named)} ({window})"
-        if rule == CPU_TIME:
-            where = f"its stepping thread ran on a CPU {cputime.text(named)} ({window} and the steps beside it)"
+        beside = " and the steps beside it" if rule == CPU_TIME else ""  # the NPU's: the window's steps only
+        where = f"{cputime.did(rule)} {cputime.text(named)} ({window}{beside})"
         finding = {
             "method": "collectives",
             "rule": rule,

@@ -216,7 +216,7 @@ def test_out_of_lockstep_on_npu_the_device_s_computing_time_is_the_work_never_th
         return rows
 
     more = cputime.longest(npu_rows(True), lockstep.DEVICE)
-    assert more["rank"] == 1 and more["rule"] == "device_time" and cputime.did(more) == "its NPU computed", more
+    assert more["rank"] == 1 and more["rule"] == "device_time" and cputime.did(more["rule"]) == "its NPU computed", more
     assert cputime.longest(npu_rows(False), lockstep.DEVICE) is None, "no device time: not the host thread's"
     cpu = [{**row, "backend": "torch"} for row in npu_rows(True)]
     assert cputime.longest(cpu, lockstep.DEVICE)["rank"] == 0, "on the CPU the thread's time is the work"
