@@ -159,16 +159,6 @@ def _db(output: str) -> list[tuple[str, str, int, float, float, float]] | None:
 STEP_TRACE_TIME = "step_trace_time.csv"
 
 
-def step_times(path: str) -> tuple[int, float, float] | None:
-    """A session's recorded steps, their time and the time they spent in communication (us), from
-    ``step_trace_time.csv`` (text) or ``analysis.db``'s ``StepTraceTime`` (db; torch_npu's
-    ``_trace_step_time_parser.py`` and ``_trace_step_time_db_parser.py``: per step, Computing,
-    Communication(Not Overlapped), Overlapped, Communication, Free; a step's time is its computing,
-    its communication not overlapped and its free time, as msprof-analyze adds them); None where the
-    session has neither (Level_none, a parse that did not run)."""
-    return totals(step_rows(path))
-
-
 def step_rows(path: str) -> list[tuple]:
     """Each recorded step's row of the session's step trace: ``(step, computing, communication not
     overlapped, free, communication)`` as written (strings from the text export; the step is the
@@ -185,7 +175,12 @@ def step_rows(path: str) -> list[tuple]:
 
 
 def totals(rows: list[tuple]) -> tuple[int, float, float] | None:
-    """step_times of ``step_rows``: the steps, their time and their time in communication (us)."""
+    """A session's recorded steps, their time and the time they spent in communication (us), from
+    its ``step_rows``: ``step_trace_time.csv`` (text) or ``analysis.db``'s ``StepTraceTime`` (db;
+    torch_npu's ``_trace_step_time_parser.py`` and ``_trace_step_time_db_parser.py``: per step,
+    Computing, Communication(Not Overlapped), Overlapped, Communication, Free; a step's time is its
+    computing, its communication not overlapped and its free time, as msprof-analyze adds them);
+    None where the session has neither (Level_none, a parse that did not run)."""
     steps, window, communication = 0, 0.0, 0.0
     for _, computing, not_overlapped, free, total in rows:
         try:

@@ -65,7 +65,7 @@ READ = (
 class Reading:
     """What ``--check`` takes of one session besides its small files: the deliverables already
     found sound (``sound``), its HCCL operations as hcclcollectives.of_session reads them
-    (``collectives``), its step times (hcclcollectives.step_times), its device's computing time in
+    (``collectives``), its step times (hcclcollectives.totals), its device's computing time in
     each step (hcclcollectives.computing) and its device time per operator type
     (deliverables.npu_operator_totals)."""
 

@@ -75,7 +75,7 @@ def test_step_times_come_from_the_csv_or_from_analysis_db(tmp_path):
     text = session(tmp_path, "t_ascend_pt")
     with open(os.path.join(text, deliverables.ASCEND_OUTPUT, "step_trace_time.csv"), "w") as handle:
         handle.write(HEADER + "0,4,100,30,10,40,20\n0,5,100,20,10,30,30\n")
-    assert hcclcollectives.step_times(text) == (2, 300.0, 70.0)
+    assert hcclcollectives.totals(hcclcollectives.step_rows(text)) == (2, 300.0, 70.0)
     # the device's computing time by ProfilerStep number, in seconds: the judge of its own work
     assert hcclcollectives.computing(hcclcollectives.step_rows(text)) == [(4, 0.0001), (5, 0.0001)]
     db = session(tmp_path, "d_ascend_pt")
@@ -84,10 +84,10 @@ def test_step_times_come_from_the_csv_or_from_analysis_db(tmp_path):
             "CREATE TABLE StepTraceTime (step TEXT, computing, communication_not_overlapped, communication, free)"
         )
         connection.execute("INSERT INTO StepTraceTime VALUES ('4', 100, 30, 40, 20)")
-    assert hcclcollectives.step_times(db) == (1, 150.0, 40.0)
+    assert hcclcollectives.totals(hcclcollectives.step_rows(db)) == (1, 150.0, 40.0)
     assert hcclcollectives.computing(hcclcollectives.step_rows(db)) == [(4, 0.0001)]
     assert hcclcollectives.computing([("", "100", "0", "0", "0")]) is None, "a window of no ProfilerStep"
-    assert hcclcollectives.step_times(session(tmp_path, "e_ascend_pt")) is None
+    assert hcclcollectives.totals(hcclcollectives.step_rows(session(tmp_path, "e_ascend_pt"))) is None
     assert hcclcollectives.of_session(session(tmp_path, "f_ascend_pt")) is None
 
 
