@@ -197,6 +197,28 @@ def test_torchelastic_restart_keeps_the_first_attempts_output(out):
     assert "2 attempts (torchelastic restarts" in result.stderr
 
 
+@pytest.mark.xdist_group("multiprocess")
+def test_a_rank_that_raises_is_named_first_and_the_others_told_after_it(out):
+    """Rank 1 raises after step 6; rank 0 then loses its peer in a collective (or torchrun stops it):
+    the answer names rank 1, its step and its exception, and tells rank 0's end as following it."""
+    command = [*TORCHRUN, "--nproc_per_node", "2", DDP, "--steps", "10", "--raise-on", "1:6"]
+    result = npuprof(["--skip-first", "1", "--active", "2", "--output-dir", out, "--", *command])
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "rank 1 " in result.stderr.split("npuprof: findings:", 1)[1].splitlines()[1]
+    code, report = check_json(out)
+    assert code == 0, report["problems"]  # the job failed after its windows: the profile is whole
+    (raised,) = [one for one in report["findings"] if one["kind"] == "raised"]
+    first = raised["evidence"]["first"]
+    assert (first["rank"], first["step"], first["type"]) == (1, 6, "RuntimeError"), raised
+    assert first["message"] == "bad batch on rank 1 at step 6" and raised["steps"] == [6]
+    # Rank 0 raised after it (gloo: "Connection closed by peer"), or torchrun's SIGTERM ended it
+    # without its handlers: either way it is told in the item, after rank 1, and nowhere else.
+    later = [one for one in raised["evidence"]["processes"] if one["rank"] == 0]
+    unhandled = raised["evidence"].get("ended_without_handlers") or []
+    assert [one["after_s"] >= 0 for one in later] == [True] or [one["rank"] for one in unhandled] == [0], raised
+    assert not [one for one in report["notes"] if one["kind"] == "ended_without_handlers"], report["notes"]
+
+
 def test_a_second_run_into_the_same_output_dir_overwrites_nothing(out):
     first = npuprof(["--output-dir", out, "--", sys.executable, DDP])
     assert_ok(first)

@@ -55,6 +55,11 @@ KINDS: dict[str, Kind] = {
         Kind("waited_for_in_window", FINDING, "the rank the others waited for in one profiled window"),
         Kind("spike", FINDING, "a step far over its rank's median, not the tool's doing nor a wait for a CPU"),
         Kind("period", FINDING, "spikes evenly spaced: what the job does every N steps"),
+        Kind(
+            "raised",
+            FINDING,
+            "a process ended with an uncaught exception: which first, at which step, with what; the others after it",
+        ),
         # Notes: told apart, information.
         Kind(
             "tool_steps",

@@ -21,6 +21,7 @@ from npuprof_launch.common import deliverables, names, options, outcomes, proces
 from npuprof_launch.common.record import ENDED_EXEC, ReadRecord, alive_here, attempt_of, process_count, read_dir
 from npuprof_launch.launcher import (
     answer,
+    failures,
     handoff,
     jobview,
     launch,
@@ -133,6 +134,9 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     job["processes"] = process_count(processes)  # a process with two stages has two rows
     job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
     findings[:0] = [stallview.stall_item(stall) for stall in job["stalls"]]  # the job stopped: said first
+    failed, folded = failures.items(records, answer.of_kind(findings, "ended_without_handlers"))
+    findings = [one for one in findings if not any(one is told for told in folded)]
+    findings[len(job["stalls"]) : len(job["stalls"])] = failed  # how it failed: next
     findings.extend(stallview.pause_item(pause) for pause in job["pauses"])
     job["spikes"] = stallview.unexplained(job["spikes"], job["pauses"])  # a pause's step is told as the pause
     job["slowdowns"], job["undecidable_slowdowns"] = slowdowns.of_processes(processes, output_dir)
@@ -400,7 +404,8 @@ def _process(
         )
         last = record.get("steps")
         at = [last + (record.get("step_offset") or 0)] if isinstance(last, int) else []
-        findings.append(answer.item("ended_without_handlers", text, [rank], at, pid=record.get("pid")))
+        note = answer.item("ended_without_handlers", text, [rank], at, pid=record.get("pid"), host=record.get("host"))
+        findings.append(note)
     return process
 
 

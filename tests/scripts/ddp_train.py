@@ -6,6 +6,7 @@ to the last bit.
 
 --child      start a ``python -c`` child that imports torch and never steps
 --fail-once  exit 1 after training while TORCHELASTIC_RESTART_COUNT is 0 (a torchelastic restart)
+--raise-on R:N  rank R raises a RuntimeError after its step N (a job that fails on one rank)
 """
 
 import argparse
@@ -24,6 +25,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--fail-once", action="store_true")
+    parser.add_argument("--raise-on", default=None)
     args = parser.parse_args()
 
     distributed = "WORLD_SIZE" in os.environ
@@ -41,12 +43,15 @@ def main() -> None:
     if args.child:
         subprocess.run([sys.executable, "-c", "import torch; torch.ones(2).sum()"], check=True)
 
-    for x in data:
+    raise_rank, raise_step = map(int, args.raise_on.split(":")) if args.raise_on else (None, None)
+    for step, x in enumerate(data, start=1):
         x = x[rank::world]  # each rank its own slice of the batch; DDP averages the gradients
         loss = torch.nn.functional.mse_loss(net(x), x.sum(dim=1, keepdim=True))
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
+        if rank == raise_rank and step == raise_step:
+            raise RuntimeError(f"bad batch on rank {rank} at step {step}")
 
     # One write per line: the ranks share torchrun's stdout, and print() writes the newline apart.
     sys.stdout.write(f"rank {rank} loss {loss.item():.10f} checksum {checksum(model)}\n")
