@@ -96,9 +96,10 @@ def launcher_name(argv: list[str], main_module: str | None) -> str | None:
     return LAUNCHERS.get(main_module or "") or LAUNCHERS.get(command)
 
 
-def log_idle(environ, declared: list[dict], stepped: bool) -> None:
+def log_idle(environ, declared: list[dict], stepped: bool, raised: dict | None = None) -> None:
     """At exit: a process that imported torch (or a declared function's module) and made no step,
-    or whose declared functions made none here, with the reasons."""
+    or whose declared functions made none here, with the reasons; ``raised``: the child whose
+    exception ended it (endreason.raised_in_child), for the report's ``raised`` item."""
     import json
     import multiprocessing
 
@@ -128,6 +129,8 @@ def log_idle(environ, declared: list[dict], stepped: bool) -> None:
     }
     if worker:
         line["worker"] = worker
+    if raised:
+        line["raised"] = raised
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     launcher = launcher_name(sys.argv, getattr(spec, "name", None))
     if launcher:

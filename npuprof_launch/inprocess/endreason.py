@@ -40,3 +40,20 @@ def cause_and_uncaught(how: str, steps: int) -> tuple[str, dict | None]:
 def uncaught_exception():
     """At exit: the exception that ended the main program, if one did (the interpreter keeps it)."""
     return getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+
+
+def raised_in_child() -> dict | None:
+    """At exit: the child whose exception ended this process, where torch.multiprocessing.spawn's
+    parent raised ProcessRaisedException for it (mp.spawn's workers catch their exception, hand its
+    traceback to the parent and exit 1, so the child's own exit sees none). The child's pid and its
+    exception's last line, split into the type and the message; None otherwise."""
+    raised = uncaught_exception()
+    pid = getattr(raised, "error_pid", None)
+    if type(raised).__name__ != "ProcessRaisedException" or not isinstance(pid, int):
+        return None
+    lines = [line for line in str(getattr(raised, "msg", raised)).splitlines() if line.strip()]
+    kind, _, message = (lines[-1] if lines else "").partition(": ")
+    kind = kind.strip().rsplit(".", 1)[-1]
+    if not kind.isidentifier():
+        return None
+    return {"child_pid": pid, "type": kind, "message": message.strip()[:200] or None}

@@ -164,7 +164,9 @@ def _tally_if_idle(pid: int) -> None:
         stepped = _process_session is not None or len(idle) < len(_declared)
         if stepped and not idle:
             return
-        processlog.log_idle(os.environ, idle, stepped)
+        from npuprof_launch.inprocess import endreason
+
+        processlog.log_idle(os.environ, idle, stepped, endreason.raised_in_child())
     except Exception:  # noqa: BLE001 - a tally is never worth a traceback at exit
         pass
 

@@ -12,6 +12,7 @@ rests on their clocks, and the text says so.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from npuprof_launch.common import outcomes
 from npuprof_launch.common.record import ENDED_SIGNAL, ReadRecord, attempt_of
@@ -21,7 +22,7 @@ from npuprof_launch.launcher import answer, wording
 LATER_MESSAGE_CHARS = 90
 
 
-def items(records: list[ReadRecord], unhandled: list[dict]) -> tuple[list[dict], list[dict]]:
+def items(records: list[ReadRecord], unhandled: list[dict], log: Iterable[dict] = ()) -> tuple[list[dict], list[dict]]:
     """One ``raised`` item for each attempt of the job in which a process ended with an uncaught
     exception (torchelastic's restarts are told apart: attempt N's failure is not attempt N+1's);
     and the ``ended_without_handlers`` notes (of ``unhandled``) told in them instead.
@@ -30,26 +31,41 @@ def items(records: list[ReadRecord], unhandled: list[dict]) -> tuple[list[dict],
     launcher's SIGTERM to the others ends a process so, and so does the out-of-memory kill that may
     have set off the exception. Which came first is unknown (a killed process writes nothing as it
     dies), so the item says "first" of the processes that raised only, never of those.
+
+    A worker of torch.multiprocessing.spawn catches its exception and hands it to its parent, which
+    raises it again (ProcessRaisedException): the parent's line in the process log (``log``) names
+    the child and its exception, and the child is told as having raised it.
     """
+    spawned = {
+        (line.get("host"), line["raised"].get("child_pid")): line["raised"] for line in log if line.get("raised")
+    }
     attempts: dict[int, list[ReadRecord]] = {}
     for record in records:
         if "unreadable" not in record:
             attempts.setdefault(attempt_of(record), []).append(record)
     made, folded = [], []
     for attempt, members in sorted(attempts.items()):
-        raised = [(record, outcome) for record in members if (outcome := _uncaught(record)) is not None]
+        raised = [(record, outcome) for record in members if (outcome := _uncaught(record, spawned)) is not None]
         if raised:
             pids = {(record.get("host"), record.get("pid")) for record in members}
             killed = [note for note in unhandled if (note["evidence"].get("host"), note["evidence"].get("pid")) in pids]
-            stopped = [r for r in members if r.get("ended") == ENDED_SIGNAL and _uncaught(r) is None]
+            stopped = [r for r in members if r.get("ended") == ENDED_SIGNAL and _uncaught(r, spawned) is None]
             made.append(_item(raised, stopped, killed, attempt if len(attempts) > 1 else None))
             folded += killed
     return made, folded
 
 
-def _uncaught(record: ReadRecord) -> dict | None:
+def _uncaught(record: ReadRecord, spawned: dict) -> dict | None:
+    """The process's own uncaught exception, or the one its mp.spawn parent raised for it."""
     found = outcomes.of_kind(outcomes.of_record(record), outcomes.UNCAUGHT)
-    return found[-1] if found else None
+    if found:
+        return found[-1]
+    handed = spawned.get((record.get("host"), record.get("pid")))
+    if handed is None:
+        return None
+    steps = record.get("steps")
+    step = steps + (record.get("step_offset") or 0) if isinstance(steps, int) else None
+    return {"kind": outcomes.UNCAUGHT, "step": step, "type": handed.get("type"), "message": handed.get("message")}
 
 
 def _item(
@@ -114,9 +130,7 @@ def _item(
 
 def _ended(record: ReadRecord, outcome: dict, first_ns: int) -> dict:
     """One process's end as evidence: who, where, the job's step, the exception, how long after the first."""
-    step = outcome.get("step")
-    if isinstance(step, int):
-        step += record.get("step_offset") or 0
+    step = outcome.get("step")  # the job's own number: the session adds its step_offset
     return {
         "rank": record.get("rank"),
         "pid": record.get("pid"),

@@ -134,7 +134,7 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     job["processes"] = process_count(processes)  # a process with two stages has two rows
     job["stalls"], job["pauses"] = stallview.summarize([r for r in records if "unreadable" not in r], output_dir)
     findings[:0] = [stallview.stall_item(stall) for stall in job["stalls"]]  # the job stopped: said first
-    failed, folded = failures.items(records, answer.of_kind(findings, "ended_without_handlers"))
+    failed, folded = failures.items(records, answer.of_kind(findings, "ended_without_handlers"), log)
     findings = [one for one in findings if not any(one is told for told in folded)]
     findings[len(job["stalls"]) : len(job["stalls"])] = failed  # how it failed: next
     findings.extend(stallview.pause_item(pause) for pause in job["pauses"])

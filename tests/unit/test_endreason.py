@@ -44,3 +44,16 @@ def test_ctrl_c_is_the_cause_and_only_an_exit_reads_the_exception(uncaught):
     assert endreason.cause_and_uncaught(record.ENDED_EXIT, 9) == ("SIGINT", None)
     uncaught(ValueError("boom"))
     assert endreason.cause_and_uncaught(record.ENDED_SIGNAL, 9) == ("SIGTERM", None)
+
+
+def test_an_mp_spawn_parent_names_the_child_and_its_exception_s_last_line(uncaught):
+    class ProcessRaisedException(Exception):  # torch.multiprocessing's, as its parent raises it
+        def __init__(self, msg, error_index, error_pid):
+            super().__init__(msg)
+            self.msg, self.error_index, self.error_pid = msg, error_index, error_pid
+
+    trace = 'Traceback (most recent call last):\n  File "t.py", line 3\ntorch.OutOfMemoryError: out of memory\n'
+    uncaught(ProcessRaisedException(f"\n\n-- Process 1 terminated with the following error:\n{trace}", 1, 4242))
+    assert endreason.raised_in_child() == {"child_pid": 4242, "type": "OutOfMemoryError", "message": "out of memory"}
+    uncaught(ValueError("boom"))
+    assert endreason.raised_in_child() is None

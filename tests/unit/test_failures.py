@@ -19,7 +19,10 @@ def record(rank, at_s, raised=None, step=7, host="a", ended="exit", attempt=None
         "steps": step,
         "step_offset": offset,
         "updated_ns": int(at_s * SECOND),
-        "outcomes": [outcomes.make(outcomes.UNCAUGHT, step, type=raised[0], message=raised[1])] if raised else [],
+        # the session writes the job's own step (its count and its offset) in the outcome
+        "outcomes": [outcomes.make(outcomes.UNCAUGHT, step + offset, **dict(zip(("type", "message"), raised)))]
+        if raised
+        else [],
     }
     if attempt:
         made["worker"] = f"rank{rank}_restart{attempt}"
@@ -84,3 +87,29 @@ def test_attempts_are_told_apart_and_hosts_clocks_are_said():
     assert item["evidence"]["attempt"] == 0
     assert item["text"].startswith("attempt 0: rank 0 raised first by the hosts' clocks: ")
     assert failures.items([record(0, 1.0), record(1, 1.0)], []) == ([], [])
+
+
+def test_a_spawned_worker_is_told_from_its_parents_line():
+    """mp.spawn's worker catches its exception and exits 1: its parent's log line names it."""
+    worker, other = record(1, 2.0, step=9, offset=3), record(0, 1.0, step=9)
+    worker["ended"] = "exit"
+    other["ended"] = None
+    parent = {
+        "event": "idle",
+        "host": "a",
+        "pid": 99,
+        "raised": {"child_pid": 101, "type": "OSError", "message": "disk"},
+    }
+    (item,), folded = failures.items([worker, other], [killed_note(other)], [parent])
+    assert item["evidence"]["first"] == {
+        "rank": 1,
+        "pid": 101,
+        "host": "a",
+        "step": 12,
+        "type": "OSError",
+        "message": "disk",
+        "after_s": 0.0,
+    }
+    assert item["text"].startswith("rank 1 ended with an uncaught OSError after step 12: disk; rank 0 ended without")
+    assert len(folded) == 1
+    assert failures.items([worker], [], [{**parent, "host": "b"}]) == ([], []), "another host's pid 101"
