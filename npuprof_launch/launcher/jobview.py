@@ -31,6 +31,11 @@ PERIOD_SEARCHED = 200
 #: How many more spikes than PERIOD_MIN_SPIKES a period needs whose every spike a wait for a CPU
 #: explains (_period).
 PERIOD_WAITED_MORE = 2
+#: The job's own spikes (no wait for a CPU explains them) a progression must hold for the machine's
+#: to fill it in; with fewer it is judged as the machine's alone: a lone stall at step 30 of a
+#: server beside CPU hogs was told "every 10 steps (10, 20, 30)" from two of six steps that waited
+#: for a CPU (2026-12-05): one spike and two of many waits line up by chance about half the time.
+PERIOD_OWN_SPIKES = 2
 #: Out of lockstep, the ranks' last this many steps are compared step by step (4 bytes a step read
 #: from each rank's file), and at most this many slow ranks named (the next among the rest each time).
 COMPARED_STEPS = 1024
@@ -351,12 +356,11 @@ def _period(spikes: list[dict], waited: Sequence[dict] = ()) -> dict | None:
     alone = len(best) == len(counted)
     if len(best) < PERIOD_MIN_SPIKES or not (alone or (len(best) > PERIOD_MIN_SPIKES and 2 * len(best) > len(counted))):
         return None
-    # A progression of the machine's spikes alone (each one a wait for a CPU explains) is the
-    # machine's too unless it is long and one rank's at every step (a job's periodic work is a rank's
-    # own, or every rank's): healthy jobs beside CPU hogs were told "every 2 steps (21, 23, 25)", "every
-    # 9 steps (10, 19, 28)", and, 8 ranks alone, "every 2 steps (8, 10, 12, 14, 16)" from ranks 3 and
-    # 6, 4, 4, 3, 4 (benchmarks/findings.py, 2026-12-05).
-    if not set(best) & {spike["step"] for spike in spikes}:
+    # A progression of the machine's spikes (fewer than PERIOD_OWN_SPIKES of the job's own) is the
+    # machine's unless it is long and one rank's at every step (a job's periodic work is a rank's own,
+    # or every rank's): healthy jobs beside CPU hogs were told "every 2 steps (21, 23, 25)", "every 9
+    # steps (10, 19, 28)", and, 8 ranks alone, "every 2 steps (8, 10, 12, 14, 16)" (benchmarks/findings.py).
+    if len(set(best) & {spike["step"] for spike in spikes}) < PERIOD_OWN_SPIKES:
         ranks = [
             {rank for spike in every if spike["step"] == step for rank in spike.get("ranks") or [None]} for step in best
         ]

@@ -71,3 +71,14 @@ def test_evenly_spaced_steps_of_different_ranks_that_only_waited_for_a_cpu_are_n
     assert jobview.summarize(rows)["spike_period"] is None
     one = [rank(r, {step: 0.3 for step in scattered} if r == 4 else {}) for r in range(8)]
     assert jobview.summarize(one)["spike_period"] == {"every": 2, "steps": [8, 10, 12, 14, 16]}
+
+
+def test_one_stall_and_two_steps_that_waited_for_a_cpu_are_no_period():
+    """A server beside two CPU hogs stalled once, at step 30, and six steps waited for a CPU (10,
+    18, 19, 20, 21, 46): it was told "every 10 steps (10, 20, 30)". The machine's waits fill in a
+    progression of the job's own spikes, never make one; two of its own and one wait still do."""
+    noise = {10: 0.3, 18: 0.3, 19: 0.3, 20: 0.3, 21: 0.3, 46: 0.3}
+    job = job_with({30: 0.4, **noise}, waits={s: 0.29 for s in noise})
+    assert job["spike_period"] is None and [s["step"] for s in job["spikes"]] == [30]
+    job = job_with({30: 0.4, 40: 0.4, **noise}, waits={s: 0.29 for s in noise})
+    assert job["spike_period"] == {"every": 10, "steps": [10, 20, 30, 40]}
