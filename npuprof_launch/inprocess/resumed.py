@@ -14,7 +14,9 @@ Where it looks, the most telling first:
   AdamW, NAdam, RAdam, Adamax, Adagrad, RMSprop...) keeps one per parameter (``state[p]["step"]``),
   which ``Optimizer.load_state_dict`` brings back; the largest is read at the load (``watch_loads``),
   a moment of the job's own outside any step, so the first step reads a plain number;
-* a loaded state without a count (SGD keeps none): the job's numbering is unknown;
+* a loaded state without a count (SGD keeps none): the job's numbering is unknown; an empty state
+  loaded by an optimizer that keeps one once it steps resumed nothing (Accelerate loads each
+  optimizer's own back, moved to its device);
 * nothing loaded: the job begins here, numbered from 1.
 
 Nothing here runs per step. Every failure is caught: a numbering is never worth the job.
@@ -63,7 +65,7 @@ def watch_loads(torch_module, say) -> None:
 
         def noted(optimizer, state_dict):
             try:
-                note_loaded(step_count(state_dict))
+                note_load(optimizer, state_dict)
             except Exception as exc:  # noqa: BLE001 - the job's load goes on whatever happens to us
                 say(f"the step count of a loaded optimizer state could not be read: {exc!r}")
 
@@ -87,7 +89,7 @@ def watch_loads(torch_module, say) -> None:
     @functools.wraps(load)
     def load_state_dict(self, state_dict, *args, **kwargs):
         try:
-            note_loaded(step_count(state_dict))
+            note_load(self, state_dict)
         except Exception as exc:  # noqa: BLE001 - the job's load goes on whatever happens to us
             say(f"the step count of a loaded optimizer state could not be read: {exc!r}")
         return load(self, state_dict, *args, **kwargs)
@@ -108,6 +110,28 @@ def step_count(state_dict) -> int | None:
         value = int(step.item() if hasattr(step, "item") else step)
         found = value if found is None else max(found, value)
     return found
+
+
+def note_load(optimizer, state_dict) -> None:
+    """Note what a state ``optimizer`` loads says of the job's steps. A torch optimizer that keeps a
+    state per parameter once it steps (all but SGD without momentum) and loads none has resumed
+    nothing: Accelerate's ``prepare`` loads each optimizer's own fresh state back, moved to the device,
+    and a fresh AdamW job was told its numbering was unknown (2026-12-05)."""
+    count = step_count(state_dict)
+    if count is None and _never_stepped(optimizer, state_dict):
+        return
+    note_loaded(count)
+
+
+def _never_stepped(optimizer, state_dict) -> bool:
+    if not isinstance(state_dict, dict) or state_dict.get("state"):
+        return False
+    kind = type(optimizer)
+    if not kind.__module__.startswith("torch.optim"):
+        return False  # another library's optimizer may keep no state at all: an empty one proves nothing
+    if kind.__name__ == "SGD":  # its state is the momentum buffer, which it keeps only with momentum
+        return all(group.get("momentum") for group in state_dict.get("param_groups") or [{}])
+    return True
 
 
 def note_loaded(count: int | None) -> None:

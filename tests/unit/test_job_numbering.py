@@ -196,3 +196,23 @@ def test_a_from_step_run_that_ran_short_is_told_in_the_jobs_steps():
     text = wording.ran_short(record, "0 of 1", 5)
     assert "this process ran 5 steps, the job's steps 6-10" in text and "up to 13" in text
     assert "skip_first" in wording.ran_short({"options": {}}, "0 of 1", 2), "without --from-step: the formula"
+
+
+def test_a_fresh_optimizer_s_own_state_loaded_back_resumes_nothing(loads):
+    """Accelerate's prepare loads each optimizer's own state back, moved to the device: a fresh
+    AdamW job was told its numbering was unknown. SGD without momentum keeps no state at all, so its
+    empty state still proves nothing."""
+    import torch
+
+    params = [torch.nn.Parameter(torch.ones(2))]
+    for fresh in (torch.optim.AdamW(params), torch.optim.SGD(params, lr=0.1, momentum=0.9)):
+        resumed.note_load(fresh, fresh.state_dict())
+    assert resumed.job_numbering() == (0, numbering.FRESH)
+    plain = torch.optim.SGD(params, lr=0.1)
+    resumed.note_load(plain, plain.state_dict())
+    assert resumed.job_numbering() == (0, numbering.NO_COUNT)
+    stepped = torch.optim.AdamW(params)
+    params[0].grad = torch.ones(2)
+    stepped.step()
+    resumed.note_load(stepped, stepped.state_dict())
+    assert resumed.job_numbering() == (1, numbering.OPTIMIZER_STATE)
