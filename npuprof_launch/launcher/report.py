@@ -26,6 +26,7 @@ from npuprof_launch.launcher import (
     jobview,
     launch,
     lockstep,
+    periods,
     reasons,
     runs,
     slowdowns,
@@ -161,9 +162,7 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     findings.extend(_spike_item(spike, job) for spike in job["spikes"])
     if job.get("spike_period"):
         period = job["spike_period"]
-        findings.append(
-            answer.item("period", jobview.period_text(period), steps=period["steps"], every=period["every"])
-        )
+        findings.append(answer.item("period", periods.text(period), steps=period["steps"], every=period["every"]))
     differing = _differing_windows(job["window_steps"])
     if differing:
         text = "the ranks' windows cover different steps: " + "; ".join(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from npuprof_launch.common import stepstats
-from npuprof_launch.launcher import jobview
+from npuprof_launch.launcher import jobview, periods
 
 WINDOW = {"first_step": 9, "last_step": 11, "complete": True, "traces": [], "aftercare_steps": [12, 16]}
 
@@ -464,7 +464,7 @@ def test_spikes_evenly_apart_are_told_as_a_period_and_two_or_uneven_ones_are_not
 
     periodic = job_with({7: 0.42, 13: 0.43, 19: 0.42, 25: 0.41})
     assert periodic["spike_period"] == {"every": 6, "steps": [7, 13, 19, 25]}
-    assert jobview.period_text(periodic["spike_period"]) == (
+    assert periods.text(periodic["spike_period"]) == (
         "the spikes are 6 steps apart (steps 7, 13, 19, 25): what the job does every 6 steps (an evaluation, "
         "logging, a save, a new data shard) is where to look"
     )
