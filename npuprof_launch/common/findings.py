@@ -169,7 +169,8 @@ def slow_rank(series: dict) -> dict:
             reason = f"{who}'s median step is within {SPREAD_MADS:g} deviations of the spread between the other ranks"
             return {"found": False, "reason": reason, **evidence}
     text = (
-        f"median step {_ms(medians[candidate])} against {_ms(typical)} on the other ranks ({ratio:.2f}x); above "
+        f"median step {_ms(medians[candidate])} against {_ms(typical)} "
+        f"on the other rank{'s' if len(others) > 1 else ''} ({ratio:.2f}x); above "
         f"their median in {above} of {n} steps, the slowest of {m} ranks in {slowest} (p = {p_value:.2g}, "
         f"{SLOW_RANK_TEST}, level {LEVEL:g})"
     )

@@ -149,7 +149,7 @@ def spike_table(job: dict) -> str:
     for spike in spikes:
         ranks = spike.get("ranks") or []
         if ranks and len(ranks) == ranks_total and len(ranks) > 1:
-            where = f"all {len(ranks)} ranks"
+            where = wording.every_rank(len(ranks))
         elif ranks:
             where = wording.who(ranks)
         else:

@@ -150,7 +150,8 @@ def summarize(
     job[NOTES] = _cpu_wait_notes(job["undecidable_spikes"])
     job["cpu_wait_lines"] = answer.texts(job[NOTES])
     job["window_steps"] = _window_steps(processes)
-    job["suggestions"] = _suggestions(job, command, given or {}, route)
+    waiting = any(process.get("collective_s") for process in processes)  # its ranks wait for each other
+    job["suggestions"] = _suggestions(job, command, given or {}, route, waiting)
     return job
 
 
@@ -488,7 +489,9 @@ def _window_steps(processes: list[dict]) -> list[dict]:
     ]
 
 
-def _suggestions(job: dict, command: list[str] | None, given: dict, route: str = "prefix") -> list[str]:
+def _suggestions(
+    job: dict, command: list[str] | None, given: dict, route: str = "prefix", waiting: bool = False
+) -> list[str]:
     """The next runs: a window on the worst spike, and one on the slowest rank; every other option
     the run was given (its --output-dir, --scenario, --stage, --backend, ...) is kept, and the run
     starts the way this one did (the prefix, or ``--print-env`` for a launch script), so each
@@ -496,14 +499,23 @@ def _suggestions(job: dict, command: list[str] | None, given: dict, route: str =
     beside a window's aftercare is among them only when its step times tell it is the job's own
     (findings.spike_beside_aftercare), and the run suggested profiles that step with no aftercare
     beside it (its own comes after its window). Preferring a spike clear of the aftercare sent a
-    loaded machine's 5x step ahead of the job's 750x stall (CI, the print-env route's test)."""
+    loaded machine's 5x step ahead of the job's 750x stall (CI, the print-env route's test).
+
+    The window holds the spikes of the step before and after it too, and ``--ranks`` narrows it
+    only where the ranks do not wait for each other (``waiting``: collectives in the windows): one
+    rank's 150 ms stall in step 25 of a 2-rank DDP job made rank 0's step 26 the worst spike, and
+    the run suggested on rank 0's step 26 alone held only the wait."""
     found = []
     if job["spikes"]:
         spike = job["spikes"][0]
-        ranks = spike["ranks"]
-        everyone = len(ranks) >= job["ranks"]
+        near = [
+            s for s in job["spikes"] if s.get("stage") == spike.get("stage") and abs(s["step"] - spike["step"]) <= 1
+        ]
+        first, last = min(s["step"] for s in near), max(s["step"] for s in near)
+        ranks = sorted({rank for s in near for rank in s["ranks"]})
+        everyone = len(ranks) >= job["ranks"] or waiting
         where = [] if everyone or not ranks else ["--ranks", wording.rank_list(ranks)]
-        found.append(_run(where, spike, spike["step"] - 1, 1, command, given, route))
+        found.append(_run(where, spike, first - 1, last - first + 1, command, given, route))
     if job["slow_ranks"]:
         slow = job["slow_ranks"][0]
         skip = max(1, min(job["steps"] // 2, 10))

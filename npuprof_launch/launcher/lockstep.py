@@ -16,7 +16,7 @@ traces (report.py).
 from __future__ import annotations
 
 from npuprof_launch.common import findings, stepstats
-from npuprof_launch.launcher import collectives, cputime
+from npuprof_launch.launcher import collectives, cputime, wording
 
 #: The rule a finding or "no rank stands out" rests on (its evidence's ``rule``).
 PER_COLLECTIVE = "per_collective"
@@ -349,7 +349,8 @@ def _by_total_time(measured: list[dict]) -> tuple[list[tuple[dict, dict]], str |
         if reason is not None:
             why[id(process)] = (
                 f"in lockstep (the others spent {share:.0%} of their window in collectives), rank {process['rank']} "
-                f"waited least, {_wait_ms(own)} ms against {span} on the other ranks, and is no finding: {reason}"
+                f"waited least, {_wait_ms(own)} ms against {span} {wording.on_others(others)}, and is no finding: "
+                f"{reason}"
             )
             continue
         steps = process.get("window_label") or "its window"
@@ -412,7 +413,7 @@ def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
         return []
     cpu = f", {'at most ' if bound else ''}{_wait_ms(cpu_s)} ms more waiting for a CPU" if cpu_s else ""
     evidence = (
-        f"it spent {_wait_ms(own)} ms in collectives against {_span_ms(low, high)} on the other ranks, and "
+        f"it spent {_wait_ms(own)} ms in collectives against {_span_ms(low, high)} {wording.on_others(others)}, and "
         f"{_wait_ms(own_work)} ms in its own work against {_span_ms(works[0], works[-1])}{cpu}; their extra "
         f"wait, {per_step * 1e3:.1f} ms a recorded step, is {per_step / step_s:.0f}x the job's "
         f"{step_s * 1e3:.1f} ms median step"

@@ -484,7 +484,7 @@ def _where(finding: dict, job: dict) -> str:
     """Whose steps a finding counts: "all 4 ranks", "rank 1", "2 processes"."""
     ranks = finding["ranks"]
     if ranks and len(ranks) == job["ranks"] and len(ranks) > 1:
-        return f"all {len(ranks)} ranks"
+        return wording.every_rank(len(ranks))
     if ranks:
         return wording.who(ranks)
     return wording.count(finding["processes"], "process")

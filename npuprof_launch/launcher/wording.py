@@ -113,6 +113,16 @@ def rank_list(ranks) -> str:
     return compact_ranks(ranks).replace(", ", ",")
 
 
+def every_rank(count: int) -> str:
+    """ "both ranks", "all 4 ranks": a finding on every rank of the job."""
+    return "both ranks" if count == 2 else f"all {count} ranks"
+
+
+def on_others(others: list[dict]) -> str:
+    """Where the others' figure was measured: "on rank 1" (one other), "on the other ranks"."""
+    return f"on rank {others[0]['rank']}" if len(others) == 1 else "on the other ranks"
+
+
 def who(ranks) -> str:
     ranks = sorted(set(ranks))
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compact_ranks(ranks)}"

@@ -471,3 +471,21 @@ def test_spikes_evenly_apart_are_told_as_a_period_and_two_or_uneven_ones_are_not
     assert job_with({7: 0.42, 13: 0.43})["spike_period"] is None, "two spikes are a distance, not a period"
     assert job_with({7: 0.42, 13: 0.43, 20: 0.42})["spike_period"] is None
     assert job_with({7: 0.42, 8: 0.43, 9: 0.42})["spike_period"] is None, "a stall over steps is no period"
+
+
+def test_a_spike_s_next_run_holds_the_step_beside_it_and_every_rank_that_waits_in_collectives():
+    """Rank 1 of a 2-rank DDP job slept 150 ms in step 25; rank 0 waited for it in step 26, its
+    worst spike. The run suggested on rank 0's step 26 alone held only the wait."""
+    rows = [
+        {"rank": 0, "steps": 40, "step_stats": stepstats.rank_stats(durations_with({26: 0.1995}, steps=40))},
+        {"rank": 1, "steps": 40, "step_stats": stepstats.rank_stats(durations_with({25: 0.1978}, steps=40))},
+    ]
+    job = jobview.summarize(rows, command=["python", "job.py"])
+    assert job["suggestions"] == ["npuprof-run --skip-first 24 --active 2 -- python job.py"]
+    four = [dict(rows[0], rank=rank) for rank in (1, 2, 3)]
+    lone = [{"rank": 0, "steps": 40, "step_stats": stepstats.rank_stats(durations_with({}, steps=40))}, *four]
+    alone = jobview.summarize(lone, command=["python", "job.py"])
+    assert alone["suggestions"] == ["npuprof-run --skip-first 25 --active 1 --ranks 1-3 -- python job.py"]
+    waiting = [dict(row, collective_s=0.01, window_s=0.1) for row in lone]
+    together = jobview.summarize(waiting, command=["python", "job.py"])
+    assert together["suggestions"][0] == "npuprof-run --skip-first 25 --active 1 -- python job.py"
