@@ -113,11 +113,11 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None, 
 
 def too_few_text(verdict: dict) -> str:
     """What a "no rank stands out" of the total time adds where each collective apart had too few
-    rounds: "; collective by collective, 3 rounds, 13 needed: a window of 13 steps"; else nothing."""
+    rounds: the fewest that name a rank the last in every one, and a window that holds them."""
     if not verdict.get("rounds_needed"):
         return ""
     rounds, needed, steps = verdict["rounds"], verdict["rounds_needed"], verdict["window_steps_needed"]
-    return f"; collective by collective, {rounds} rounds, {needed} needed: a window of {steps} steps"
+    return f"; collective by collective, {rounds} rounds, {needed} at least: a window of {steps} steps or more can name a rank"  # noqa: E501
 
 
 def _each(measured: list[dict]) -> dict | None:
