@@ -104,6 +104,17 @@ def test_a_job_that_fails_in_its_window_is_told_first(out, action, status, says)
     assert code == 1 and any(says in p for p in texts(report["problems"])), report["problems"]
 
 
+def test_a_job_that_exits_badly_after_its_window_is_told_so_and_passes(out):
+    code = CRASH_AT_STEP_3.format(action="sys.exit(3)")
+    result = npuprof(["--skip-first", "1", "--active", "1", "--output-dir", out, "--", sys.executable, "-c", code])
+    assert result.returncode == 3
+    code, report = check_json(out)
+    assert code == 0, report["problems"]  # the window was complete: the profile is whole
+    (ended,) = [one for one in report["notes"] if one["kind"] == "job_ended"]
+    assert ended["text"] == "the command exited with status 3, after step 3" and ended["evidence"] == {"status": 3}
+    assert "the command exited with status 3, after step 3" in result.stderr
+
+
 def test_sigint_in_the_window_is_an_interruption_with_what_was_kept(out):
     launcher = subprocess.Popen(
         [PYTHON, "-m", "npuprof_launch", "--skip-first", "2", "--active", "1000", "--output-dir", out, "--"]

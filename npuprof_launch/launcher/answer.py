@@ -92,6 +92,7 @@ KINDS: dict[str, Kind] = {
             NOTE,
             "a window recorded while the process ran an RPC agent: torch profiles RPC calls on the caller's side only",
         ),
+        Kind("job_ended", NOTE, "how the command ended, where it did not end well and nothing else says so"),
         Kind("ended_without_handlers", NOTE, "a process ended without its exit handlers; its counts are its last"),
         Kind("traces_summarized", NOTE, "the traces were too large to read again: their summaries were used"),
         Kind(

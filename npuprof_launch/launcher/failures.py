@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from npuprof_launch.common import outcomes
 from npuprof_launch.common.record import ENDED_SIGNAL, ReadRecord, attempt_of
-from npuprof_launch.launcher import answer, wording
+from npuprof_launch.launcher import answer, reasons, wording
 
 #: How much of a later process's message the sentence keeps (the first's is kept whole).
 LATER_MESSAGE_CHARS = 90
@@ -160,3 +160,18 @@ def _shortened(message: str) -> str:
     by peer" is gloo's): its own words come first within the few kept."""
     message = re.sub(r"^\[[^\]\s]*:\d+\]\s*", "", message)
     return message if len(message) <= LATER_MESSAGE_CHARS else message[: LATER_MESSAGE_CHARS - 3].rstrip() + "..."
+
+
+def ended_item(run: dict | None, records: list[ReadRecord], told: bool) -> dict | None:
+    """The ``job_ended`` note: how the command ended, where it did not end well and nothing else
+    says so (``told``: a ``raised`` item or a problem already did): a Ctrl-C, a ``sys.exit(3)``, a
+    signal after the windows were complete, with the job's last step."""
+    ended = reasons.how_the_job_ended(run)
+    if told or ended is None:
+        return None
+    last = [r["steps"] + (r.get("step_offset") or 0) for r in records if isinstance(r.get("steps"), int)]
+    text = f"{ended}, after step {max(last)}" if last else ended
+    status = run.get("status") if run else None
+    return answer.item(
+        "job_ended", text, steps=[max(last)] if last else [], status=status, signal=run and run.get("signal")
+    )

@@ -63,6 +63,10 @@ def build(
         return _build(output_dir, run_id, deep, run, window)
 
 
+#: The problems whose reason says how the command ended already (reasons.how_the_job_ended).
+ENDING_TOLD = ("window_incomplete", "nothing_profiled", "target_no_step")
+
+
 def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | None, window: int | None) -> dict:
     output_dir = os.path.abspath(output_dir)
     accounts = launch.read_runs(output_dir)
@@ -138,6 +142,9 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     failed, folded = failures.items(records, answer.of_kind(findings, "ended_without_handlers"), log)
     findings = [one for one in findings if not any(one is told for told in folded)]
     findings[len(job["stalls"]) : len(job["stalls"])] = failed  # how it failed: next
+    said = failed or any(one["kind"] in ENDING_TOLD for _, one in problems)
+    ending = failures.ended_item(run, [r for r in records if "unreadable" not in r], bool(said))
+    findings.extend([ending] if ending else [])
     findings.extend(stallview.pause_item(pause) for pause in job["pauses"])
     job["spikes"] = stallview.unexplained(job["spikes"], job["pauses"])  # a pause's step is told as the pause
     job["slowdowns"], job["undecidable_slowdowns"] = slowdowns.of_processes(processes, output_dir)
