@@ -283,16 +283,87 @@ def judged(durations: Sequence[float], windows: list[dict] | None, cpu_wait: dic
     from npuprof_launch.common import stepstats
 
     tools = stepstats.ToolSteps(windows, len(durations) + 1)
-    found = find(durations, tools, warmup=stepstats.WARMUP_STEPS)
-    if not found:
-        return None
+    warmup = stepstats.WARMUP_STEPS
+    found = find(durations, tools, warmup=warmup)
     waits = cpu_waits(durations, cpu_wait)
-    if waits is not None:
-        less = [max(d - w, 1e-6) for d, w in zip(durations, waits)]
-        if find(less, tools, warmup=stepstats.WARMUP_STEPS) is None:
+    if waits is None:
+        return found
+    less = [max(d - w, 1e-6) for d, w in zip(durations, waits)]
+    own = find(less, tools, warmup=warmup)
+    if own is None:
+        if found is not None:  # a slowdown with its waits, none without them
             after, before = waits[found["step"] - 2 :], waits[: found["step"] - 2]
             found["cpu_wait_s"] = sum(after) / max(len(after), 1) - sum(before) / max(len(before), 1)
+        return found
+    if found is not None and not _later(found, own, less, tools, warmup):
+        return found
+    if _holds(own, less, _at_most(less, cpu_wait), tools, warmup):
+        return _in_step_times(own, durations, tools, warmup)
     return found
+
+
+def _later(found: dict, own: dict, less: list[float], tools, warmup: int) -> bool:
+    """Whether the slowdown began at the own time's step rather than the step times': later, where
+    the steps between the two took their own time of before (a burst of waits for a CPU just ahead
+    of it moved the step times' cut), not of after (a wait read into one step moved the own time's).
+    The same step: its own time's."""
+    if own["step"] <= found["step"]:
+        return own["step"] == found["step"]
+    numbers, values = _job_steps(less, tools, warmup)
+    between = [value for number, value in zip(numbers, values) if found["step"] <= number < own["step"]]
+    if not between:
+        return True
+    middle = math.log(_median(between))
+    return abs(middle - math.log(own["before_s"])) < abs(middle - math.log(own["after_s"]))
+
+
+def _at_most(less: list[float], cpu_wait: dict | None) -> list[float]:
+    """``less`` with every step a reading covers but no kept block holds (its wait under the record's
+    ``at_most_s``, unknown) less that bound too: each step's own time at its least."""
+    bound = float((cpu_wait or {}).get("at_most_s") or 0.0)
+    kept = {
+        step for first, last, _ in (cpu_wait or {}).get("blocks") or () for step in range(int(first), int(last) + 1)
+    }
+    low = list(less)
+    for first, last in (cpu_wait or {}).get("covered") or ():
+        for step in range(max(int(first), 2), min(int(last), len(low) + 1) + 1):
+            if step not in kept:
+                low[step - 2] = max(low[step - 2] - bound, 1e-6)
+    return low
+
+
+def _holds(own: dict, less: list[float], low: list[float], tools, warmup: int) -> bool:
+    """Whether a slowdown of the steps' own time (their waits for a CPU taken off) holds with every
+    wait the record does not know taken in its disfavour: the steps before it at their longest (the
+    unknown waits none), those after it at their shortest (each at its bound). A block of steps not
+    kept waited less than the bound, and counting it as none after a burst of kept waits would make
+    a slowdown of a healthy job's own time."""
+    numbers, before_values = _job_steps(less, tools, warmup)
+    _, after_values = _job_steps(low, tools, warmup)
+    steps = list(numbers)
+    cut = steps.index(own["step"])
+    end = steps.index(own["back_at"]) if own.get("back_at") in steps else len(steps)
+    size = own["block"]
+    before = [math.log(m) for m in _block_medians(before_values[:cut], size)]
+    after = [math.log(m) for m in _block_medians(after_values[cut:end], size)]
+    ratio = _median(after_values[cut:end]) / _median(before_values[:cut])
+    return ratio >= MIN_RATIO and rank_sum_p(before, after) <= P_LEVEL
+
+
+def _in_step_times(own: dict, durations: Sequence[float], tools, warmup: int) -> dict:
+    """A slowdown found in the steps' own time, told in their step times at the same step (what the
+    step-time table and the traces show) where those show it too; else in their own time, said so
+    (``own_time``). Beside CPU hogs a server's calls went from 28 to 57 ms at call 35 and the
+    step times alone placed nothing (p = 3e-4: its slowest blocks were waits); a job's burst of waits
+    at steps 33-35 placed a slowdown at step 41 eight steps early (2026-12-05)."""
+    numbers, values = _job_steps(durations, tools, warmup)
+    steps = list(numbers)
+    cut = steps.index(own["step"])
+    end = steps.index(own["back_at"]) if own.get("back_at") in steps else len(steps)
+    before_s, after_s = _median(values[:cut]), _median(values[cut:end])
+    if after_s / before_s >= MIN_RATIO:
+        return {**own, "before_s": before_s, "after_s": after_s, "ratio": round(after_s / before_s, 3)}
+    return {**own, "own_time": True}
 
 
 def cpu_waits(durations: Sequence[float], cpu_wait: dict | None) -> list[float] | None:
@@ -345,6 +416,7 @@ def group(found: list[dict], ranks_timed: int) -> list[dict]:
                 "ratio": round(statistics.median(item["ratio"] for item in items), 2),
                 "to_end": all(item["to_end"] for item in items),
                 "back_at": max((item["back_at"] or 0) for item in items) or None,
+                **({"own_time": True} if any(item.get("own_time") for item in items) else {}),
                 "evidence": [
                     {key: item[key] for key in ("rank", "step", "ratio", "p", "test", "steps_before", "steps_after")}
                     for item in items
@@ -371,9 +443,10 @@ def text(slowdown: dict) -> str:
         if slowdown["to_end"]
         else (f"until step {slowdown['back_at']:,}" if slowdown["back_at"] else "then less")
     )
+    own = ", each less its wait for a CPU" if slowdown.get("own_time") else ""
     return (
         f"a slowdown from step {slowdown['step']:,}: {whose} took {slowdown['after_s'] * 1e3:.1f} ms against "
-        f"{slowdown['before_s'] * 1e3:.1f} ms before ({slowdown['ratio']:.2f}x), {until}"
+        f"{slowdown['before_s'] * 1e3:.1f} ms before{own} ({slowdown['ratio']:.2f}x), {until}"
     )
 
 
@@ -381,7 +454,17 @@ def item(slowdown: dict) -> dict:
     """The answer's item of a slowdown (of_processes): its ranks, its first step, the per-rank tests."""
     evidence = {
         key: slowdown.get(key)
-        for key in ("before_s", "after_s", "ratio", "every_rank", "to_end", "back_at", "processes", "evidence")
+        for key in (
+            "before_s",
+            "after_s",
+            "ratio",
+            "every_rank",
+            "to_end",
+            "back_at",
+            "processes",
+            "evidence",
+            "own_time",
+        )
     }
     evidence["per_rank"] = evidence.pop("evidence")
     return answer.item("slowdown", text(slowdown), slowdown["ranks"], [slowdown["step"]], **evidence)

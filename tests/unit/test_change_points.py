@@ -114,3 +114,38 @@ def test_a_long_run_is_judged_alike_with_numpy_and_without(monkeypatch, windows)
     without = slowdowns.find(durations, tools)
     assert with_numpy is not None and with_numpy == pytest.approx(without), (with_numpy, without)
     assert with_numpy["step"] == without["step"] and type(with_numpy["step"]) is int
+
+
+def waits_of(per_step: dict[int, float], count: int, at_most: float = 0.005) -> dict:
+    """A record's cpu_wait: a kept block for each step of ``per_step``, the rest covered, unkept."""
+    blocks = [[step, step, seconds] for step, seconds in sorted(per_step.items())]
+    return {"blocks": blocks, "covered": [[2, count + 1]], "at_most_s": at_most}
+
+
+def test_the_job_s_own_slowdown_is_found_and_placed_with_its_waits_for_a_cpu_taken_off():
+    """Beside CPU hogs a server's calls went from 28 to 57 ms at call 35 and the step times placed
+    nothing: its slowest steps before were waits. A job's burst of waits at steps 33-35 placed its
+    slowdown at step 41 at 33. A wait read into one step after the slowdown's start moves nothing."""
+    base = steps(80, change=35, factor=2.0, seed=3)
+    waited = {step: 0.03 for step in range(8, 34, 2)}  # every other step before it waited 30 ms
+    hidden = [d + waited.get(step, 0.0) for step, d in enumerate(base, start=2)]
+    assert slowdowns.find(hidden, None) is None or slowdowns.find(hidden, None)["step"] != 35
+    found = slowdowns.judged(hidden, [], waits_of(waited, 80))
+    assert found["step"] == 35 and "cpu_wait_s" not in found
+
+    late = steps(80, change=41, factor=2.0, seed=4)
+    burst = {33: 0.05, 34: 0.04, 35: 0.04}
+    early = [d + burst.get(step, 0.0) for step, d in enumerate(late, start=2)]
+    assert slowdowns.judged(early, [], waits_of(burst, 80))["step"] == 41
+
+    one = {45: 0.0185}  # nearly the whole of a slow step's time read as its wait
+    kept = slowdowns.judged(late, [], waits_of(one, 80))
+    assert kept["step"] == 41 and kept["ratio"] > 1.8
+
+
+def test_waits_kept_early_and_unknown_late_make_no_slowdown_of_a_healthy_job():
+    """The record keeps the longest waits: a healthy job that waited 5 ms a step early (kept) and
+    up to 5 ms late (not kept, under the bound) has its own time 1.5x later counted as none."""
+    healthy = [0.012 + 0.0001 * (step % 3) for step in range(2, 82)]
+    early = {step: 0.005 for step in range(5, 40)}
+    assert slowdowns.judged(healthy, [], waits_of(early, 80, at_most=0.005)) is None
