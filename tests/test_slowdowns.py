@@ -44,6 +44,21 @@ def test_a_healthy_run_has_no_slowdown(out):
     assert found == [] and not any(finding["kind"] == "slowdown" for finding in report["findings"])
 
 
+def test_a_slowdown_on_slowdown_did_not_see_is_said_and_gets_a_run_on_its_steps(out):
+    """A slowdown after a short job's last checkpoint (steps 1, 2, 4, ... 32, 64) reaches the
+    launcher only at the end: --on-slowdown asked for nothing, and the answer says why and suggests
+    the run that profiles the slow steps."""
+    job = [PYTHON, SLOWING, "--steps", "60", "--step-ms", "10", "--from-step", "40", "--factor", "3"]
+    result = npuprof(["--on-slowdown", "1", "--skip-first", "5", "--active", "2", "--output-dir", out, "--", *job])
+    assert_ok(result)
+    code, report = check_json(out)
+    (slowdown,) = [one for one in report["findings"] if one["kind"] == "slowdown"]
+    (unseen,) = [one for one in report["notes"] if one["kind"] == "slowdown_unseen"]
+    assert unseen["steps"] == slowdown["steps"] and 38 <= slowdown["steps"][0] <= 42, slowdown
+    step = slowdown["steps"][0]
+    assert f"npuprof-run --skip-first {step} --active 2 " in report["job"]["suggestions"][-1]
+
+
 def test_on_slowdown_asks_every_rank_for_a_window_in_the_slow_regime(out):
     """--on-slowdown: the launcher finds the slowdown while the job runs and triggers one aligned
     window; every rank's trace holds steps after the slowdown began, and the record says why."""

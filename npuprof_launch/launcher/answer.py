@@ -84,6 +84,7 @@ KINDS: dict[str, Kind] = {
         ),
         Kind("no_rank_stands_out", NOTE, "why no rank was named slow: the test and what it saw", "no rank stands out"),
         Kind("slowdown_window", NOTE, "a window --on-slowdown asked for, and why"),
+        Kind("slowdown_unseen", NOTE, "--on-slowdown asked for no window: the slowdown was found at the end only"),
         Kind("window_not_reached", NOTE, "a window asked for that the job ended before: not a failure"),
         Kind("windows_differ", NOTE, "the ranks' windows cover different steps"),
         Kind("window_moved_on", NOTE, "a window cut by os.exec before any step, recorded by the new image"),

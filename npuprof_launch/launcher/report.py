@@ -154,7 +154,11 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
         evidence = {key: slowdown.get(key) for key in ("cpu_wait_s", "before_s", "after_s", "ratio")}
         findings.append(answer.item("cpu_wait", text, slowdown["ranks"], [slowdown["step"]], **evidence))
     findings.extend(slowdowns.item(slowdown) for slowdown in job["slowdowns"])
+    command, route = run.get("command") if run else None, runs.route(run, records)
+    job["suggestions"] += jobview.slowdown_runs(job, job["slowdowns"], command, given, route)
     findings.extend(slowdowns.asked_windows(processes, [r for r in records if "unreadable" not in r]))
+    if given.get("on-slowdown") and job["slowdowns"] and not answer.of_kind(findings, *slowdowns.ASKED):
+        findings.append(slowdowns.unseen_item(job["slowdowns"][0]))
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
     waited_in = {(once["rank"], once.get("stage")): once["window"] for once in job["waited_for"]}
     for process in processes:

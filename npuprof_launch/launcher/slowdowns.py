@@ -470,6 +470,23 @@ def item(slowdown: dict) -> dict:
     return answer.item("slowdown", text(slowdown), slowdown["ranks"], [slowdown["step"]], **evidence)
 
 
+#: The items that tell what --on-slowdown asked for while the job ran.
+ASKED = ("slowdown_window", "window_not_reached")
+
+
+def unseen_item(slowdown: dict) -> dict:
+    """The note that ``--on-slowdown`` asked for no window though the end's answer holds a slowdown:
+    the step times reach the launcher at the processes' checkpoints only, so a slowdown late in a
+    short run is seen in the whole run's times at the end (a server's from call 35 of 60, its step
+    times written at calls 32 and 64: said nothing, 2026-12-05)."""
+    text = (
+        f"--on-slowdown asked for no window: the slowdown from step {slowdown['step']:,} was found in the whole "
+        "run's step times at the end; while the job ran they reached the launcher at its checkpoints (steps "
+        "1, 2, 4, ... 64, then every 5 s) and did not show it yet"
+    )
+    return answer.item("slowdown_unseen", text, slowdown["ranks"], [slowdown["step"]])
+
+
 def asked_windows(processes: list[dict], records: list[ReadRecord]) -> list[dict]:
     """One line per window that --on-slowdown asked for (the same steps on every rank: one line),
     and one per window a request asked for that the job ended before (outcomes.NOT_REACHED: told,

@@ -489,3 +489,17 @@ def test_a_spike_s_next_run_holds_the_step_beside_it_and_every_rank_that_waits_i
     waiting = [dict(row, collective_s=0.01, window_s=0.1) for row in lone]
     together = jobview.summarize(waiting, command=["python", "job.py"])
     assert together["suggestions"][0] == "npuprof-run --skip-first 25 --active 1 -- python job.py"
+
+
+def test_a_slowdown_no_window_recorded_gets_a_run_on_its_slow_steps():
+    job = {"steps": 80, "ranks": 2, "window_steps": [{"steps": [[6, 8]], "ranks": [0, 1]}]}
+    slow = {"step": 41, "ranks": [1], "every_rank": False, "back_at": None}
+    assert jobview.slowdown_runs(job, [slow], ["python", "job.py"], {}, "prefix") == [
+        "npuprof-run --skip-first 41 --active 2 --ranks 1 -- python job.py"
+    ]
+    short = dict(slow, every_rank=True, ranks=[0, 1], back_at=43)  # slow in steps 41-42 only
+    assert jobview.slowdown_runs(job, [short], ["python", "job.py"], {}, "prefix") == [
+        "npuprof-run --skip-first 40 --active 2 -- python job.py"
+    ]
+    seen = dict(job, window_steps=[{"steps": [[6, 8], [50, 52]], "ranks": [0, 1]}])
+    assert jobview.slowdown_runs(seen, [slow], ["python", "job.py"], {}, "prefix") == []
