@@ -201,7 +201,7 @@ def spike_beside_aftercare(excess_s: float, others_excess_s: float | None) -> tu
     )
 
 
-def spike_with_cpu_wait(step_s: float, median_s: float, cpu: dict) -> tuple[bool, str]:
+def spike_with_cpu_wait(step_s: float, median_s: float, cpu: dict, own: bool = False) -> tuple[bool, str]:
     """Whether a spike is the job's once its thread's wait for a CPU is taken off, and why (one line).
 
     ``cpu``: the spike's ``cpu_wait_s`` with ``cpu_wait_steps`` (the block of readings that holds
@@ -210,7 +210,9 @@ def spike_with_cpu_wait(step_s: float, median_s: float, cpu: dict) -> tuple[bool
     cores, or the job's own threads and data loader workers did. The whole block's wait is taken
     off the step (the block may hold other steps, so this takes off at least the step's own):
     still a spike, it is the job's, with the wait as evidence; no spike without it, it is
-    undecidable, the job's or the machine's load: told apart, never a suggested run.
+    undecidable, the job's or the machine's load: told apart, never a suggested run. ``own``: the
+    median is of the steps' own time (stepstats.own_median), said so: "4.0x the median; ... still
+    10.2x the median without it" read as a contradiction.
     """
     wait = cpu["cpu_wait_s"]
     where = f"in {_steps_text(cpu['cpu_wait_steps'])}" if cpu.get("cpu_wait_steps") else "in its block of steps"
@@ -218,7 +220,8 @@ def spike_with_cpu_wait(step_s: float, median_s: float, cpu: dict) -> tuple[bool
     rest = step_s - wait
     bar = stepstats.spike_bar(median_s)
     if rest > bar:
-        return True, f"{waited} waiting for a CPU, still {rest / median_s:.1f}x the median without it"
+        against = "the median of the steps' own time" if own else "the median"
+        return True, f"{waited} waiting for a CPU, still {rest / median_s:.1f}x {against} without it"
     return False, f"{waited} waiting for a CPU; under the spike bar ({_ms(bar)}) without it"
 
 

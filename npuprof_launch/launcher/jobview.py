@@ -259,7 +259,7 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
                 )
             if "cpu_wait_s" in spike:
                 own = stats.get("own_median_s") or stats["median_s"]  # its steps' own time: like for like
-                ok, text = findings.spike_with_cpu_wait(spike["step_s"], own, spike)
+                ok, text = findings.spike_with_cpu_wait(spike["step_s"], own, spike, own != stats["median_s"])
                 item["cpu_verdict"] = (ok, text if item["rank"] is None else f"rank {item['rank']}: {text}")
             by_step.setdefault(key, []).append(item)
             owner[id(item)] = (process, stats["median_s"])

@@ -237,6 +237,6 @@ def test_a_spike_s_own_time_is_judged_against_the_steps_own_times_when_most_of_e
     assert 0.2 < stats["median_s"] < 0.26 and stats["own_median_s"] == pytest.approx(0.035)
     job = jobview.summarize([{"rank": 0, "steps": 60, "step_stats": stats}])
     assert [spike["step"] for spike in job["spikes"]] == [30], job["spikes"]
-    assert "still 15.3x the median without it" in job["spikes"][0]["cpu_evidence"]
+    assert "still 15.3x the median of the steps' own time without it" in job["spikes"][0]["cpu_evidence"]
     assert [s["step"] for s in job["undecidable_spikes"]] == [12], "the spinners' step: the machine's"
     assert stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=60), None)["own_median_s"] is None
