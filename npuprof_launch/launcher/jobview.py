@@ -375,6 +375,7 @@ def _tool_steps(
     recorded: list[list[int]] = []
     beside: list[list[int]] = []
     low = high = None
+    slowest: tuple[int, float, int | None] = (0, 0.0, None)  # the slowest step a window recorded
     for process in timed[:TOOL_STEPS_READ]:
         steps = series.get(id(process))
         if steps is None:
@@ -387,6 +388,13 @@ def _tool_steps(
                 low = min(cut) if low is None else min(low, min(cut))
                 high = max(cut) if high is None else max(high, max(cut))
         beside.extend([first + shift, last + shift] for first, last in steps.tool.aftercare_spans())
+        for window in process.get("windows") or ():  # the steps it recorded, in the job's numbering
+            for step in range(window.get("first_step") or 0, (window.get("last_step") or -1) + 1):
+                index = step - shift - steps.first
+                # the profiler's start is in its first step's time
+                start = (window.get("start_s") or 0.0) if step == window["first_step"] else 0.0
+                if 0 <= index < len(steps.durations) and steps.durations[index] - start > slowest[1]:
+                    slowest = (step, float(steps.durations[index]) - start, process.get("rank"))
     held = sorted(
         (spike["step"] + (p.get("step_offset") or 0), spike["step_s"], spike["checkpoint_s"])
         for p in timed
@@ -402,8 +410,15 @@ def _tool_steps(
         against = f" against a {median * 1e3:.2f} ms median" if median and low is not None else ""
         line = (
             f"steps {_spans_text(recorded)} (the windows and the steps that start and stop them){took}{against}: "
-            "left out of the findings, since the profiler works in them (a cost the job's steps do not have)"
+            "left out of the findings, since the profiler works in them (its cost is in their times)"
         )
+        if median and slowest[1] > stepstats.spike_bar(median):
+            step, seconds, rank = slowest
+            whose = f" on rank {rank}" if rank is not None and len(timed) > 1 else ""
+            line += (
+                f"; the slowest step a window recorded, step {step}{whose} ({seconds * 1e3:.1f} ms without the "
+                f"profiler's start, {seconds / median:.1f}x the median), is in its trace"
+            )
         range_s = [low, high] if low is not None else None
         slow = _slow_starts(timed)
         if slow:

@@ -503,3 +503,22 @@ def test_a_slowdown_no_window_recorded_gets_a_run_on_its_slow_steps():
     ]
     seen = dict(job, window_steps=[{"steps": [[6, 8], [50, 52]], "ranks": [0, 1]}])
     assert jobview.slowdown_runs(seen, [slow], ["python", "job.py"], {}, "prefix") == []
+
+
+def test_the_slowest_step_a_window_recorded_is_named_without_the_profiler_s_start():
+    """A spike's suggested run records it: the step is the tool's then, and the answer names it
+    (less the profiler's start, in the first recorded step's time) instead of calling its time the
+    profiler's cost. Steps under the spike bar are not named."""
+    window = {"first_step": 30, "last_step": 30, "complete": True, "start_s": 1.25}
+    tool = stepstats.ToolSteps([window], steps=60)
+    durations = durations_with({30: 1.58}, steps=60, typical=0.025)
+    row = {"rank": None, "steps": 60, "windows": [window], "step_stats": stepstats.rank_stats(durations, tool)}
+    job = jobview.summarize([row], steps_of=lambda p: jobview.Steps(2, durations, tool))
+    (line,) = [line for line in job["tool_steps"]["lines"] if line.startswith("steps 29-31")]
+    assert (
+        "; the slowest step a window recorded, step 30 (330.0 ms without the profiler's start, 13.2x the "
+        "median), is in its trace;" in line
+    ), line
+    plain = durations_with({30: 1.26}, steps=60, typical=0.025)
+    job = jobview.summarize([row], steps_of=lambda p: jobview.Steps(2, plain, tool))
+    assert "the slowest step a window recorded" not in job["tool_steps"]["lines"][0]
