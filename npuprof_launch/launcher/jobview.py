@@ -412,8 +412,10 @@ def _tool_steps(
             f"steps {_spans_text(recorded)} (the windows and the steps that start and stop them){took}{against}: "
             "left out of the findings, since the profiler works in them (its cost is in their times)"
         )
+        recorded_spike = None
         if median and slowest[1] > stepstats.spike_bar(median):
             step, seconds, rank = slowest
+            recorded_spike = {"step": step, "step_s": seconds, "vs_median": round(seconds / median, 1), "rank": rank}
             whose = f" on rank {rank}" if rank is not None and len(timed) > 1 else ""
             line += (
                 f"; the slowest step a window recorded, step {step}{whose} ({seconds * 1e3:.1f} ms without the "
@@ -434,6 +436,7 @@ def _tool_steps(
                 step_s=range_s,
                 median_s=median,
                 profiler_starts=slow[: findings.SPIKES_SHOWN],
+                recorded_spike=recorded_spike,
             )
         )
     if beside:

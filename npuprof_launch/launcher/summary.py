@@ -74,6 +74,7 @@ def format_table(report: dict, verbose: bool = False, explain: bool = False, wid
         whole = notes
     elif apart:
         lines.append(_wrap(f"  {apart}"))
+        lines.extend(_wrap(f"  {line}") for line in recorded_spikes(folded))
     if whole:
         lines.append(f"{say} notes:")
         lines.extend(_bullet(_note_text(one)) for one in whole)
@@ -136,6 +137,21 @@ def told_apart(notes: list[dict]) -> str | None:
         longer = "steps told apart: " + ", ".join(told.values()) + " (--explain)"
         line = longer if len(longer) + 2 <= WIDTH else line
     return line
+
+
+def recorded_spikes(notes: list[dict]) -> list[str]:
+    """The slowest step a window recorded, where it is over the spike bar: the step a spike's
+    suggested run was for is the tool's in that run, and told here, not only under --explain."""
+    lines = []
+    for note in answer.of_kind(notes, "tool_steps"):
+        spike = note["evidence"].get("recorded_spike")
+        if spike:
+            whose = f" on rank {spike['rank']}" if spike.get("rank") is not None else ""
+            lines.append(
+                f"a window recorded step {spike['step']}{whose}: {_ms(spike['step_s'])} ms without the profiler's "
+                f"start, {spike['vs_median']}x the median step (in its trace)"
+            )
+    return lines
 
 
 def _note_text(note: dict) -> str:
