@@ -46,6 +46,8 @@ def items(records: list[ReadRecord], unhandled: list[dict], log: Iterable[dict] 
     made, folded = [], []
     for attempt, members in sorted(attempts.items()):
         raised = [(record, outcome) for record in members if (outcome := _uncaught(record, spawned)) is not None]
+        once = {(record.get("host"), record.get("pid")): (record, outcome) for record, outcome in reversed(raised)}
+        raised = list(once.values())  # a process with two stages has two records: one end
         if raised:
             pids = {(record.get("host"), record.get("pid")) for record in members}
             killed = [note for note in unhandled if (note["evidence"].get("host"), note["evidence"].get("pid")) in pids]

@@ -113,3 +113,10 @@ def test_a_spawned_worker_is_told_from_its_parents_line():
     assert item["text"].startswith("rank 1 ended with an uncaught OSError after step 12: disk; rank 0 ended without")
     assert len(folded) == 1
     assert failures.items([worker], [], [{**parent, "host": "b"}]) == ([], []), "another host's pid 101"
+
+
+def test_a_process_with_two_stages_raised_once():
+    rollout, update = record(0, 1.0, ("ValueError", "nan")), record(0, 1.0, ("ValueError", "nan"))
+    rollout["stage"], update["stage"] = "rollout", "update"
+    (item,), _ = failures.items([rollout, update], [])
+    assert len(item["evidence"]["processes"]) == 1 and "then" not in item["text"]
