@@ -428,8 +428,11 @@ def group(found: list[dict], ranks_timed: int) -> list[dict]:
 
 def text(slowdown: dict) -> str:
     """``from step 4,512 every rank's step took 530 ms against 410 ms before (1.29x), to the end``."""
-    if slowdown["every_rank"]:
+    if slowdown["every_rank"] and slowdown["ranks"]:
         whose = "every rank's step"
+    elif slowdown["every_rank"]:  # processes without ranks: a stage's workers, a server's
+        count = slowdown["processes"]
+        whose = f"the steps of {'both' if count == 2 else f'all {count}'} processes"
     elif slowdown["ranks"]:
         whose = (
             f"{wording.who(slowdown['ranks'])}'s step"
@@ -444,8 +447,9 @@ def text(slowdown: dict) -> str:
         else (f"until step {slowdown['back_at']:,}" if slowdown["back_at"] else "then less")
     )
     own = ", each less its wait for a CPU" if slowdown.get("own_time") else ""
+    stage = f" of stage {slowdown['stage']}" if slowdown.get("stage") else ""
     return (
-        f"a slowdown from step {slowdown['step']:,}: {whose} took {slowdown['after_s'] * 1e3:.1f} ms against "
+        f"a slowdown from step {slowdown['step']:,}{stage}: {whose} took {slowdown['after_s'] * 1e3:.1f} ms against "
         f"{slowdown['before_s'] * 1e3:.1f} ms before{own} ({slowdown['ratio']:.2f}x), {until}"
     )
 

@@ -149,3 +149,14 @@ def test_waits_kept_early_and_unknown_late_make_no_slowdown_of_a_healthy_job():
     healthy = [0.012 + 0.0001 * (step % 3) for step in range(2, 82)]
     early = {step: 0.005 for step in range(5, 40)}
     assert slowdowns.judged(healthy, [], waits_of(early, 80, at_most=0.005)) is None
+
+
+def test_a_stage_s_processes_without_ranks_slowing_together_are_told_as_such():
+    """Two rollout workers (no rank) slowed at step 27: told "every rank's step", no stage named."""
+    one = {"step": 27, "before_s": 0.085, "after_s": 0.27, "ratio": 3.15, "to_end": True, "back_at": None}
+    items = [{**one, "rank": None, "p": 1e-6, "test": "t", "steps_before": 20, "steps_after": 20, "block": 1}] * 2
+    (slowdown,) = slowdowns.group(items, 2)
+    assert slowdowns.text({**slowdown, "stage": "rollout"}) == (
+        "a slowdown from step 27 of stage rollout: the steps of both processes took 270.0 ms against 85.0 ms "
+        "before (3.15x), to the end"
+    )
