@@ -43,7 +43,8 @@ LATE_START = "late_start"
 SLOT_BUSY = "slot_busy"
 #: The job runs a torch profiler of its own: ours stopped and declined.
 JOB_PROFILER = "job_profiler"
-#: The program ended with an uncaught exception (``type``, ``message``: its first line, or None).
+#: The program ended with an uncaught exception (``type``, ``message``: its first line, or None;
+#: ``at_ns``: the wall clock as the exit handlers began, the order in which the processes raised).
 UNCAUGHT = "uncaught"
 #: --from-step: a window's recorded steps had passed before the process's first step, the job's step
 #: ``began`` (a job resumed past them): not recorded (``first``, ``last``: the job's steps it asked
@@ -103,7 +104,7 @@ KINDS = {
     LATE_START: ("due", "first", "last", "why"),
     SLOT_BUSY: ("clock", "holder"),
     JOB_PROFILER: (),
-    UNCAUGHT: ("type", "message"),
+    UNCAUGHT: ("type", "message", "at_ns"),
     FROM_STEP_PASSED: ("first", "last", "began", "source"),
     NUMBERING_UNKNOWN: ("from_step", "source"),
     NOT_REACHED: ("first", "last", "reason"),

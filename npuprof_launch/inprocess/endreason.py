@@ -11,6 +11,7 @@ nothing and imports nothing.
 from __future__ import annotations
 
 import sys
+import time
 
 from npuprof_launch.common import outcomes, record
 
@@ -34,7 +35,8 @@ def cause_and_uncaught(how: str, steps: int) -> tuple[str, dict | None]:
     if uncaught is None:
         return cause, None
     message = str(uncaught).splitlines()[0][:200] if str(uncaught) else None
-    return cause, outcomes.make(outcomes.UNCAUGHT, steps, type=type(uncaught).__name__, message=message)
+    kind = type(uncaught).__name__
+    return cause, outcomes.make(outcomes.UNCAUGHT, steps, type=kind, message=message, at_ns=time.time_ns())
 
 
 def uncaught_exception():

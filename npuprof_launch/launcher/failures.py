@@ -4,9 +4,9 @@ A job that fails on one rank ends on all of them: the others lose their peer and
 collective ("Connection closed by peer"), or their launcher stops them with SIGTERM. The first
 exception is the one to read; the rest follow from it, and a user who reads torchrun's tracebacks
 rank by rank can take a consequence for the cause. The hook keeps each process's uncaught exception
-as an outcome (endreason.py, kind UNCAUGHT) and writes its record as the process ends, so the order
-of the records' last writes (``updated_ns``) is the order of the ends; on several hosts that order
-rests on their clocks, and the text says so.
+as an outcome (endreason.py, kind UNCAUGHT) with the wall clock as its exit handlers began
+(``at_ns``; a record written before it had none: its last write, ``updated_ns``, which a window's
+export at exit delays); on several hosts that order rests on their clocks, and the text says so.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def _uncaught(record: ReadRecord, spawned: dict) -> dict | None:
 def _item(
     raised: list[tuple[ReadRecord, dict]], stopped: list[ReadRecord], killed: list[dict], attempt: int | None
 ) -> dict:
-    raised.sort(key=lambda pair: pair[0].get("updated_ns") or 0)
-    first_ns = raised[0][0].get("updated_ns") or 0
+    raised.sort(key=lambda pair: _at_ns(*pair))
+    first_ns = _at_ns(*raised[0])
     ended = [_ended(record, outcome, first_ns) for record, outcome in raised]
     first = ended[0]
     hosts = {one["host"] for one in ended}
@@ -140,8 +140,13 @@ def _ended(record: ReadRecord, outcome: dict, first_ns: int) -> dict:
         "step": step,
         "type": outcome.get("type"),
         "message": outcome.get("message"),
-        "after_s": round(((record.get("updated_ns") or first_ns) - first_ns) / 1e9, 3),
+        "after_s": round(((_at_ns(record, outcome) or first_ns) - first_ns) / 1e9, 3),
     }
+
+
+def _at_ns(record: ReadRecord, outcome: dict) -> int:
+    """When the process raised: its exit handlers' start, else its record's last write."""
+    return outcome.get("at_ns") or record.get("updated_ns") or 0
 
 
 def _who(one: dict) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 
@@ -30,7 +31,9 @@ def test_an_uncaught_exception_at_exit_leaves_an_outcome_with_its_first_line(unc
     uncaught(ValueError("boom\nsecond line"))
     cause, raised = endreason.cause_and_uncaught(record.ENDED_EXIT, 3)
     assert cause == "exit"
+    at_ns = raised.pop("at_ns")  # when the exit handlers began: the order of the ranks' ends
     assert raised == {"kind": outcomes.UNCAUGHT, "step": 3, "type": "ValueError", "message": "boom"}
+    assert abs(at_ns - time.time_ns()) < 60e9
     assert outcomes.sentence(raised) == "the process ended with an uncaught ValueError (boom) after step 3"
     uncaught(RuntimeError())
     raised = endreason.cause_and_uncaught(record.ENDED_EXIT, 0)[1]
