@@ -80,9 +80,14 @@ def rank_stats(durations, profiled: ToolSteps | None = None, cpu_wait: dict | No
 def cpu_wait_of(cpu_wait: dict | None, step: int) -> dict:
     """What the stepping thread waited for a CPU in the block of readings that holds ``step``:
     ``cpu_wait_s`` and the block's ``cpu_wait_steps``, or for a block not kept ``cpu_wait_s`` as a
-    bound with ``cpu_wait_at_most``; nothing where no reading covers the step."""
+    bound with ``cpu_wait_at_most``; nothing where no reading covers the step. A step whose own
+    wait the record kept (``waited``, beside a window) has that: a 2-rank job's stall was told as
+    "at most 5.00 ms ... waiting for a CPU" where its step had waited 0.0 ms (2026-12-05)."""
     if not cpu_wait:
         return {}
+    exact = next((seconds for at, seconds in cpu_wait.get("waited") or () if int(at) == step), None)
+    if exact is not None:  # the step's own wait, read beside a window: no block's bound stands in for it
+        return {"cpu_wait_s": float(exact), "cpu_wait_steps": [step, step]}
     for first, last, seconds in cpu_wait.get("blocks") or ():
         if first <= step <= last:
             return {"cpu_wait_s": float(seconds), "cpu_wait_steps": [int(first), int(last)]}

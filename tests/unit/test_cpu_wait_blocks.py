@@ -240,3 +240,11 @@ def test_a_spike_s_own_time_is_judged_against_the_steps_own_times_when_most_of_e
     assert "still 15.3x the median of the steps' own time without it" in job["spikes"][0]["cpu_evidence"]
     assert [s["step"] for s in job["undecidable_spikes"]] == [12], "the spinners' step: the machine's"
     assert stepstats.rank_stats(durations, stepstats.ToolSteps([], steps=60), None)["own_median_s"] is None
+
+
+def test_a_step_s_own_kept_wait_stands_before_its_block_s_bound():
+    """Beside a window the record keeps each step's own wait (``waited``): a 2-rank job's 40 ms
+    stall was told "at most 5.00 ms ... waiting for a CPU" and no finding where it waited 0.0 ms."""
+    cpu_wait = {"blocks": [], "covered": [[2, 50]], "at_most_s": 0.005, "waited": [[25, 0.0], [26, 0.002]]}
+    assert stepstats.cpu_wait_of(cpu_wait, 25) == {"cpu_wait_s": 0.0, "cpu_wait_steps": [25, 25]}
+    assert stepstats.cpu_wait_of(cpu_wait, 30) == {"cpu_wait_s": 0.005, "cpu_wait_at_most": True}
