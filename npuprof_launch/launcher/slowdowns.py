@@ -485,8 +485,9 @@ def unseen_item(slowdown: dict) -> dict:
     times written at calls 32 and 64: said nothing, 2026-12-05)."""
     text = (
         f"--on-slowdown asked for no window: the slowdown from step {slowdown['step']:,} was found in the whole "
-        "run's step times at the end; while the job ran they reached the launcher at its checkpoints (steps "
-        "1, 2, 4, ... 64, then every 5 s) and did not show it yet"
+        "run's step times at the end; while the job ran, the launcher looked every 4 s at the step times the "
+        "processes wrote at their checkpoints (steps 1, 2, 4, ... 64, then every 5 s), and it was not found "
+        "before the job ended"
     )
     return answer.item("slowdown_unseen", text, slowdown["ranks"], [slowdown["step"]])
 
