@@ -19,7 +19,7 @@ import time
 
 from npuprof_launch.common import names, options
 from npuprof_launch.common.record import ReadRecord, alive_here
-from npuprof_launch.launcher import launch, report, runs, slowdowns, stallview, summary
+from npuprof_launch.launcher import launch, onslowdown, report, runs, stallview, summary
 from npuprof_launch.launcher.arguments import (
     TRIGGER_TIMEOUT,
     USAGE_ERROR,
@@ -81,7 +81,7 @@ def _main(argv: list[str] | None) -> int:
     watcher = None
     if config.hang_after != 0 or config.on_slowdown:
         asking = (
-            slowdowns.Trigger(output_dir, run_id, config.on_slowdown, config.active, config.warmup, names.say)
+            onslowdown.Trigger(output_dir, run_id, config.on_slowdown, config.active, config.warmup, names.say)
             if config.on_slowdown
             else None
         )

@@ -545,15 +545,10 @@ def slowdown_runs(job: dict, slowdowns: list[dict], command: list[str] | None, g
     """The next run on the worst slowdown, where no window recorded its slow steps: the two after its
     first (placed within a block of steps), on its ranks unless every rank slowed (the windows run
     before it are its before). Found at the end, the slowdowns come after the other suggestions."""
-    if not slowdowns:
+    if not slowdowns or slowdowns[0].get("recorded"):  # slowdowns.recorded: its steps a window holds
         return []
     slow = slowdowns[0]
     last = (slow.get("back_at") or job["steps"] + 1) - 1
-    spans = [
-        span for entry in job["window_steps"] if entry.get("stage") == slow.get("stage") for span in entry["steps"]
-    ]
-    if any(first <= last and end >= slow["step"] for first, end in spans):
-        return []
     ranks = slow["ranks"]
     where = (
         [] if slow["every_rank"] or not ranks or len(ranks) >= job["ranks"] else ["--ranks", wording.rank_list(ranks)]

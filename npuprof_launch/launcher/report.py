@@ -26,6 +26,7 @@ from npuprof_launch.launcher import (
     jobview,
     launch,
     lockstep,
+    onslowdown,
     periods,
     reasons,
     runs,
@@ -148,6 +149,8 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     findings.extend(stallview.pause_item(pause) for pause in job["pauses"])
     job["spikes"] = stallview.unexplained(job["spikes"], job["pauses"])  # a pause's step is told as the pause
     job["slowdowns"], job["undecidable_slowdowns"] = slowdowns.of_processes(processes, output_dir)
+    for slowdown in job["slowdowns"]:
+        slowdown["recorded"] = slowdowns.recorded(slowdown, job["window_steps"], job["steps"])
     for slowdown in job["undecidable_slowdowns"]:
         text = slowdowns.cpu_wait_text(slowdown)
         job["cpu_wait_lines"].append(text)
@@ -156,9 +159,9 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     findings.extend(slowdowns.item(slowdown) for slowdown in job["slowdowns"])
     command, route = run.get("command") if run else None, runs.route(run, records)
     job["suggestions"] += jobview.slowdown_runs(job, job["slowdowns"], command, given, route)
-    findings.extend(slowdowns.asked_windows(processes, [r for r in records if "unreadable" not in r]))
-    if given.get("on-slowdown") and job["slowdowns"] and not answer.of_kind(findings, *slowdowns.ASKED):
-        findings.append(slowdowns.unseen_item(job["slowdowns"][0]))
+    findings.extend(onslowdown.asked_windows(processes, [r for r in records if "unreadable" not in r]))
+    if given.get("on-slowdown") and job["slowdowns"] and not answer.of_kind(findings, *onslowdown.ASKED):
+        findings.append(onslowdown.unseen_item(job["slowdowns"][0]))
     slow_ranks = {(slow["rank"], slow.get("stage")): slow["method"] for slow in job["slow_ranks"]}
     waited_in = {(once["rank"], once.get("stage")): once["window"] for once in job["waited_for"]}
     for process in processes:

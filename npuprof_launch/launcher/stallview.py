@@ -159,14 +159,14 @@ def _who(item: dict) -> str:
 class Watcher:
     """While the job runs: read the status folder every WATCH_EVERY_S and say when processes
     stop stepping, once, then again only when the stall has doubled in length; with
-    --on-slowdown, look for slowdowns too (slowdowns.Trigger)."""
+    --on-slowdown, look for slowdowns too (onslowdown.Trigger)."""
 
     def __init__(self, output_dir: str, run_id: str, say=names.say, hangs: bool = True, slowdowns=None) -> None:
         self.output_dir = output_dir
         self.run_id = run_id
         self._say = say
         self._hangs = hangs
-        #: --on-slowdown's slowdowns.Trigger, looked at every its every_s, or None.
+        #: --on-slowdown's onslowdown.Trigger, looked at every its every_s, or None.
         self._slowdowns = slowdowns
         self._slowdowns_at = 0.0
         self._stop = threading.Event()

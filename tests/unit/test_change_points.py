@@ -160,3 +160,20 @@ def test_a_stage_s_processes_without_ranks_slowing_together_are_told_as_such():
         "a slowdown from step 27 of stage rollout: the steps of both processes took 270.0 ms against 85.0 ms "
         "before (3.15x), to the end"
     )
+
+
+def test_a_slowdown_after_the_tool_s_steps_may_begin_among_them_and_a_window_that_holds_it_is_told():
+    """A run on a slowdown's steps 41-42 (its next:) left steps 40-43 out as the tool's, and its
+    answer placed the slowdown at step 44 and suggested another run there: in circles."""
+    from npuprof_launch.common import stepstats
+
+    durations = steps(80, change=40, factor=2.0, seed=5)
+    window = {"first_step": 41, "last_step": 42, "complete": True}
+    found = slowdowns.find(durations, stepstats.ToolSteps([window], len(durations) + 1))
+    assert found["step"] == 44 and found["tool_before"] == [40, 43]
+    (slowdown,) = slowdowns.group([{**found, "rank": None}], 1)
+    slowdown["recorded"] = slowdowns.recorded(slowdown, [{"steps": [[41, 42]], "ranks": []}], 80)
+    assert slowdown["recorded"] == [[41, 42]]
+    said = slowdowns.text(slowdown)
+    assert said.startswith("a slowdown from step 44 (it may begin in steps 40-43, the tool's, left out): ")
+    assert said.endswith(", to the end; a window recorded steps 41-42 of it")

@@ -501,8 +501,8 @@ def test_a_slowdown_no_window_recorded_gets_a_run_on_its_slow_steps():
     assert jobview.slowdown_runs(job, [short], ["python", "job.py"], {}, "prefix") == [
         "npuprof-run --skip-first 40 --active 2 -- python job.py"
     ]
-    seen = dict(job, window_steps=[{"steps": [[6, 8], [50, 52]], "ranks": [0, 1]}])
-    assert jobview.slowdown_runs(seen, [slow], ["python", "job.py"], {}, "prefix") == []
+    seen = dict(slow, recorded=[[50, 52]])  # slowdowns.recorded: a window holds its slow steps
+    assert jobview.slowdown_runs(job, [seen], ["python", "job.py"], {}, "prefix") == []
 
 
 def test_the_slowest_step_a_window_recorded_is_named_without_the_profiler_s_start():

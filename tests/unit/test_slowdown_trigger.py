@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from npuprof_launch.common import names, record, steptimes
-from npuprof_launch.launcher import slowdowns
+from npuprof_launch.launcher import onslowdown, slowdowns
 
 STEPS, FROM, BEFORE_S, AFTER_S = 120, 40, 0.020, 0.040
 
@@ -23,8 +23,8 @@ def running_process(out: str, cpu_wait: dict | None) -> None:
     record.write(path, made)
 
 
-def trigger(out: str) -> slowdowns.Trigger:
-    return slowdowns.Trigger(out, "run1", times=1, active=2, warmup=1, say=lambda line: None)
+def trigger(out: str) -> onslowdown.Trigger:
+    return onslowdown.Trigger(out, "run1", times=1, active=2, warmup=1, say=lambda line: None)
 
 
 def test_a_slowdown_of_the_job_s_own_asks_for_a_window(tmp_path):
