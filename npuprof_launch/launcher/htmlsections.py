@@ -177,7 +177,7 @@ def next_commands(job: dict) -> str:
     if not suggestions:
         return ""
     items = "".join(f"<li><pre><code>{esc(s)}</code></pre></li>" for s in suggestions)
-    # jobview._suggestions: one on the worst spike where there is one, one on the slow rank where one stands out.
+    # nextruns.of_job: one on the worst spike where there is one, one on the slow rank where one stands out.
     aims = ["a window on the worst spike"] if job.get("spikes") else []
     if job.get("slow_ranks"):
         aims.append("one on the slow rank" if aims else "a window on the slow rank")

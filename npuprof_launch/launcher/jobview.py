@@ -14,15 +14,12 @@ ranks' median step times: their median, 90th percentile and maximum.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from npuprof_launch.common import findings, names, options, stages, stepstats, steptimes
-from npuprof_launch.launcher import answer, cputime, lockstep, periods, wording
+from npuprof_launch.common import findings, stepstats, steptimes
+from npuprof_launch.launcher import answer, cputime, lockstep, nextruns, periods, wording
 
-#: The options a suggested run sets itself; every other option the run was given is kept.
-SUGGESTION_SETS = (*names.SCHEDULE_KEYS, "ranks", "total-steps", "on-demand")
 #: Out of lockstep, the ranks' last this many steps are compared step by step (4 bytes a step read
 #: from each rank's file), and at most this many slow ranks named (the next among the rest each time).
 COMPARED_STEPS = 1024
@@ -139,7 +136,11 @@ def summarize(
         if not job["slow_ranks"]:
             job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
     job["spikes"], undecidable, held = _spikes(timed)
-    job["spike_period"] = periods.of_spikes(job["spikes"], undecidable)
+    # Steps that may be the job's fill in its period: a wait for a CPU's, the aftercare's, a window's
+    recorded = _recorded_spike(timed, series, (job["step_time_s"] or {}).get("median"))
+    fills = [spike for spike in undecidable if spike.get("cpu_wait") or spike.get("beside_aftercare")]
+    fills += [{**_stage_of(recorded), "step": recorded["step"], "ranks": [recorded["rank"]]}] if recorded else []
+    job["spike_period"] = periods.of_spikes(job["spikes"], fills)
     if job["spike_period"]:  # the job's own periodic work: a wait for a CPU in it explains nothing away
         on = set(job["spike_period"]["steps"])
         undecidable = [spike for spike in undecidable if spike["step"] not in on or not spike.get("cpu_wait")]
@@ -151,7 +152,8 @@ def summarize(
     job["cpu_wait_lines"] = answer.texts(job[NOTES])
     job["window_steps"] = _window_steps(processes)
     waiting = any(process.get("collective_s") for process in processes)  # its ranks wait for each other
-    job["suggestions"] = _suggestions(job, command, given or {}, route, waiting)
+    step = recorded["step"] if recorded else None
+    job["suggestions"] = nextruns.of_job(job, command, given or {}, route, waiting, step)
     return job
 
 
@@ -366,6 +368,32 @@ def _slow_starts(processes: list[dict]) -> list[dict]:
     return sorted(slow, key=lambda one: -one["start_s"])
 
 
+def _recorded_spike(timed: list[dict], series: dict, median: float | None) -> dict | None:
+    """The slowest step a window recorded, less the profiler's start (in its first step's time),
+    where it is over the spike bar: ``{"step", "step_s", "vs_median", "rank"}``, else None."""
+    slowest: tuple[int, float, dict] = (0, 0.0, {})
+    for process in timed[:TOOL_STEPS_READ]:
+        steps, shift = series.get(id(process)), process.get("step_offset") or 0
+        if steps is None:
+            continue
+        for window in process.get("windows") or ():
+            for step in range(window.get("first_step") or 0, (window.get("last_step") or -1) + 1):
+                index = step - shift - steps.first
+                start = (window.get("start_s") or 0.0) if step == window["first_step"] else 0.0
+                if 0 <= index < len(steps.durations) and steps.durations[index] - start > slowest[1]:
+                    slowest = (step, float(steps.durations[index]) - start, process)
+    step, seconds, process = slowest
+    if not median or seconds <= stepstats.spike_bar(median):
+        return None
+    return {
+        "step": step,
+        "step_s": seconds,
+        "vs_median": round(seconds / median, 1),
+        "rank": process.get("rank"),
+        **_stage_of(process),
+    }
+
+
 def _tool_steps(
     timed: list[dict], series: dict, step_time: dict | None, undecidable: list[dict], theirs: Sequence[tuple] = ()
 ) -> dict | None:
@@ -375,7 +403,6 @@ def _tool_steps(
     recorded: list[list[int]] = []
     beside: list[list[int]] = []
     low = high = None
-    slowest: tuple[int, float, int | None] = (0, 0.0, None)  # the slowest step a window recorded
     for process in timed[:TOOL_STEPS_READ]:
         steps = series.get(id(process))
         if steps is None:
@@ -388,13 +415,6 @@ def _tool_steps(
                 low = min(cut) if low is None else min(low, min(cut))
                 high = max(cut) if high is None else max(high, max(cut))
         beside.extend([first + shift, last + shift] for first, last in steps.tool.aftercare_spans())
-        for window in process.get("windows") or ():  # the steps it recorded, in the job's numbering
-            for step in range(window.get("first_step") or 0, (window.get("last_step") or -1) + 1):
-                index = step - shift - steps.first
-                # the profiler's start is in its first step's time
-                start = (window.get("start_s") or 0.0) if step == window["first_step"] else 0.0
-                if 0 <= index < len(steps.durations) and steps.durations[index] - start > slowest[1]:
-                    slowest = (step, float(steps.durations[index]) - start, process.get("rank"))
     held = sorted(
         (spike["step"] + (p.get("step_offset") or 0), spike["step_s"], spike["checkpoint_s"])
         for p in timed
@@ -412,10 +432,9 @@ def _tool_steps(
             f"steps {_spans_text(recorded)} (the windows and the steps that start and stop them){took}{against}: "
             "left out of the findings, since the profiler works in them (its cost is in their times)"
         )
-        recorded_spike = None
-        if median and slowest[1] > stepstats.spike_bar(median):
-            step, seconds, rank = slowest
-            recorded_spike = {"step": step, "step_s": seconds, "vs_median": round(seconds / median, 1), "rank": rank}
+        recorded_spike = _recorded_spike(timed, series, median)
+        if recorded_spike:
+            step, seconds, rank = recorded_spike["step"], recorded_spike["step_s"], recorded_spike["rank"]
             whose = f" on rank {rank}" if rank is not None and len(timed) > 1 else ""
             line += (
                 f"; the slowest step a window recorded, step {step}{whose} ({seconds * 1e3:.1f} ms without the "
@@ -505,79 +524,3 @@ def _window_steps(processes: list[dict]) -> list[dict]:
         {"stage": stage, "steps": [list(pair) for pair in covered], "ranks": sorted(r for r in ranks if r is not None)}
         for (stage, covered), ranks in sorted(by_steps.items(), key=lambda kv: str(kv[0]))
     ]
-
-
-def _suggestions(
-    job: dict, command: list[str] | None, given: dict, route: str = "prefix", waiting: bool = False
-) -> list[str]:
-    """The next runs: a window on the worst spike, and one on the slowest rank; every other option
-    the run was given (its --output-dir, --scenario, --stage, --backend, ...) is kept, and the run
-    starts the way this one did (the prefix, or ``--print-env`` for a launch script), so each
-    command works as printed. The spike is the job's worst (job["spikes"] comes worst first): one
-    beside a window's aftercare is among them only when its step times tell it is the job's own
-    (findings.spike_beside_aftercare), and the run suggested profiles that step with no aftercare
-    beside it (its own comes after its window). Preferring a spike clear of the aftercare sent a
-    loaded machine's 5x step ahead of the job's 750x stall (CI, the print-env route's test).
-
-    The window holds the spikes of the step before and after it too, and ``--ranks`` narrows it
-    only where the ranks do not wait for each other (``waiting``: collectives in the windows): one
-    rank's 150 ms stall in step 25 of a 2-rank DDP job made rank 0's step 26 the worst spike, and
-    the run suggested on rank 0's step 26 alone held only the wait."""
-    found = []
-    if job["spikes"]:
-        spike = job["spikes"][0]
-        near = [
-            s for s in job["spikes"] if s.get("stage") == spike.get("stage") and abs(s["step"] - spike["step"]) <= 1
-        ]
-        first, last = min(s["step"] for s in near), max(s["step"] for s in near)
-        ranks = sorted({rank for s in near for rank in s["ranks"]})
-        everyone = len(ranks) >= job["ranks"] or waiting
-        where = [] if everyone or not ranks else ["--ranks", wording.rank_list(ranks)]
-        found.append(_run(where, spike, first - 1, last - first + 1, command, given, route))
-    if job["slow_ranks"]:
-        slow = job["slow_ranks"][0]
-        skip = max(1, min(job["steps"] // 2, 10))
-        found.append(_run(["--ranks", str(slow["rank"])], slow, skip, 2, command, given, route))
-    return found
-
-
-def slowdown_runs(job: dict, slowdowns: list[dict], command: list[str] | None, given: dict, route: str) -> list[str]:
-    """The next run on the worst slowdown, where no window recorded its slow steps: the two after its
-    first (placed within a block of steps), on its ranks unless every rank slowed (the windows run
-    before it are its before). Found at the end, the slowdowns come after the other suggestions."""
-    if not slowdowns or slowdowns[0].get("recorded"):  # slowdowns.recorded: its steps a window holds
-        return []
-    slow = slowdowns[0]
-    last = (slow.get("back_at") or job["steps"] + 1) - 1
-    ranks = slow["ranks"]
-    where = (
-        [] if slow["every_rank"] or not ranks or len(ranks) >= job["ranks"] else ["--ranks", wording.rank_list(ranks)]
-    )
-    skip = slow["step"] if last >= slow["step"] + 2 else slow["step"] - 1  # past its first step, where it holds
-    return [_run(where, slow, skip, min(2, last - skip), command, given, route)]
-
-
-def _run(
-    where: list[str], finding: dict, skip: int, active: int, command: list[str] | None, given: dict, route: str
-) -> str:
-    """One suggested command: these steps, on these ranks, of the job or of the finding's stage.
-
-    A stage's own ``skip-first``/``active`` outrank the flags, so a stage's steps are chosen in
-    its declaration; the other stages are kept as they were given (a stage declared only in
-    the environment is declared on the command from its record). After the variables' route
-    (``--print-env``, or NPU_PROF_* exported by hand) the command is the ``eval`` line for the
-    launch script: the job's own command is not known there."""
-    stage = finding.get("stage")
-    if stage is None:
-        head = ["--skip-first", str(skip), "--active", str(active), *where]
-        kept = options.as_flags(given, SUGGESTION_SETS)
-    else:
-        head = list(where)
-        declared = {stages.split(text)[0]: text for text in stages.split_list(str(given.get("stage") or ""))}
-        own = declared.get(stage, f"{stage}={finding.get('target')}")
-        declared[stage] = stages.with_selection(own, [("skip-first", str(skip)), ("active", str(active))])
-        kept = options.as_flags({**given, "stage": stages.SEPARATOR.join(declared.values())}, SUGGESTION_SETS)
-    if route == "env":
-        return f'eval "$(npuprof-run --print-env {shlex.join([*head, *kept])})"'
-    tail = f"-- {shlex.join(command)}" if command else "-- COMMAND"
-    return " ".join(["npuprof-run", *([shlex.join([*head, *kept])] if head or kept else []), tail])

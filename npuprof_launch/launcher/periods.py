@@ -28,14 +28,15 @@ def of_spikes(spikes: list[dict], waited: Sequence[dict] = ()) -> dict | None:
     or more exactly D steps apart (D >= 2), unbroken: what the job does every D steps (an
     evaluation, logging, a save, a new data shard) is where to look; else None.
 
-    The spikes a wait for a CPU explains count too (``waited``): a step of the job's own periodic
-    work waits for a CPU in proportion on a busy machine, and such waits took the period away
-    (tried beside a CPU hog: a job evaluating every 10 steps, told as a period in 2 of 4 runs; on 4
-    ranks every evaluation went under CPU waits). Every spike must be on the progression, or, with
-    others beside it, the progression must hold PERIOD_MIN_SPIKES + 1 of them and most spikes (those
-    a wait for a CPU explains off it are the machine's and not counted): three random spikes of a
-    hundred steps are evenly spaced too often to tell."""
-    every = [*spikes, *(spike for spike in waited if spike.get("cpu_wait"))]
+    The steps that may be the job's count too (``waited``): those a wait for a CPU explains (a step
+    of the job's own periodic work waits for a CPU in proportion on a busy machine, and such waits
+    took the period away: beside a CPU hog a job evaluating every 10 steps was told a period in 2 of
+    4 runs; on 4 ranks every evaluation went under CPU waits), those beside the tool's aftercare,
+    and the slowest step a window recorded (the run a spike's next: suggests: its period was lost).
+    Every spike must be on the progression, or, with others beside it, the progression must hold
+    PERIOD_MIN_SPIKES + 1 of them and most spikes (those of ``waited`` off it are not counted):
+    three random spikes of a hundred steps are evenly spaced too often to tell."""
+    every = [*spikes, *waited]
     steps = sorted({spike["step"] for spike in every})
     if len(steps) < PERIOD_MIN_SPIKES or len({spike.get("stage") for spike in every}) > 1:
         return None

@@ -26,6 +26,7 @@ from npuprof_launch.launcher import (
     jobview,
     launch,
     lockstep,
+    nextruns,
     onslowdown,
     periods,
     reasons,
@@ -158,7 +159,7 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
         findings.append(answer.item("cpu_wait", text, slowdown["ranks"], [slowdown["step"]], **evidence))
     findings.extend(slowdowns.item(slowdown) for slowdown in job["slowdowns"])
     command, route = run.get("command") if run else None, runs.route(run, records)
-    job["suggestions"] += jobview.slowdown_runs(job, job["slowdowns"], command, given, route)
+    job["suggestions"] += nextruns.slowdown_runs(job, job["slowdowns"], command, given, route)
     findings.extend(onslowdown.asked_windows(processes, [r for r in records if "unreadable" not in r]))
     if given.get("on-slowdown") and job["slowdowns"] and not answer.of_kind(findings, *onslowdown.ASKED):
         findings.append(onslowdown.unseen_item(job["slowdowns"][0]))

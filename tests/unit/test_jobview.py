@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from npuprof_launch.common import stepstats
-from npuprof_launch.launcher import jobview, periods
+from npuprof_launch.launcher import jobview, nextruns, periods
 
 WINDOW = {"first_step": 9, "last_step": 11, "complete": True, "traces": [], "aftercare_steps": [12, 16]}
 
@@ -494,15 +494,15 @@ def test_a_spike_s_next_run_holds_the_step_beside_it_and_every_rank_that_waits_i
 def test_a_slowdown_no_window_recorded_gets_a_run_on_its_slow_steps():
     job = {"steps": 80, "ranks": 2, "window_steps": [{"steps": [[6, 8]], "ranks": [0, 1]}]}
     slow = {"step": 41, "ranks": [1], "every_rank": False, "back_at": None}
-    assert jobview.slowdown_runs(job, [slow], ["python", "job.py"], {}, "prefix") == [
+    assert nextruns.slowdown_runs(job, [slow], ["python", "job.py"], {}, "prefix") == [
         "npuprof-run --skip-first 41 --active 2 --ranks 1 -- python job.py"
     ]
     short = dict(slow, every_rank=True, ranks=[0, 1], back_at=43)  # slow in steps 41-42 only
-    assert jobview.slowdown_runs(job, [short], ["python", "job.py"], {}, "prefix") == [
+    assert nextruns.slowdown_runs(job, [short], ["python", "job.py"], {}, "prefix") == [
         "npuprof-run --skip-first 40 --active 2 -- python job.py"
     ]
     seen = dict(slow, recorded=[[50, 52]])  # slowdowns.recorded: a window holds its slow steps
-    assert jobview.slowdown_runs(job, [seen], ["python", "job.py"], {}, "prefix") == []
+    assert nextruns.slowdown_runs(job, [seen], ["python", "job.py"], {}, "prefix") == []
 
 
 def test_the_slowest_step_a_window_recorded_is_named_without_the_profiler_s_start():

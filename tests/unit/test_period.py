@@ -82,3 +82,15 @@ def test_one_stall_and_two_steps_that_waited_for_a_cpu_are_no_period():
     assert job["spike_period"] is None and [s["step"] for s in job["spikes"]] == [30]
     job = job_with({30: 0.4, 40: 0.4, **noise}, waits={s: 0.29 for s in noise})
     assert job["spike_period"] == {"every": 10, "steps": [10, 20, 30, 40]}
+
+
+def test_a_period_a_window_recorded_a_step_of_stays_and_gets_no_run_on_its_next_spike():
+    """Following a period's spike's next: run, the window recorded step 21: the period was lost
+    (its step the tool's) and the answer sent the user to step 51, then to 11, in circles."""
+    window = {"first_step": 21, "last_step": 21, "complete": True, "start_s": 0.0}
+    tool = stepstats.ToolSteps([window], steps=60)
+    durations = [0.17 if step in (11, 21, 31, 41, 51) else TYPICAL + step * 1e-7 for step in range(2, 61)]
+    row = {"rank": 0, "steps": 60, "windows": [window], "step_stats": stepstats.rank_stats(durations, tool)}
+    job = jobview.summarize([row], ["python", "job.py"], steps_of=lambda p: jobview.Steps(2, durations, tool))
+    assert job["spike_period"]["every"] == 10 and 21 in job["spike_period"]["steps"]
+    assert job["suggestions"] == []

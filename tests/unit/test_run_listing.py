@@ -8,7 +8,7 @@ from suggestions import accepted
 
 from npuprof_launch.common import names
 from npuprof_launch.common.record import attempt_of, process_count
-from npuprof_launch.launcher import htmlsections, jobview, runs, wording
+from npuprof_launch.launcher import htmlsections, nextruns, runs, wording
 
 
 def record(run_id: str, pid: int, **fields) -> dict:
@@ -80,8 +80,8 @@ SPIKE = {"step": 7, "ranks": [1], "processes": 1, "step_s": 0.4, "vs_median": 20
 def test_every_suggestion_is_accepted_by_the_tool_on_each_route():
     given = {"output-dir": "/o", "backend": "torch", "ranks": "0-3", "skip-first": "3"}
     job = _job(spikes=[SPIKE], slow_ranks=[{"rank": 1, "method": "step_times"}])
-    prefix = jobview._suggestions(job, ["python", "t.py"], given, "prefix")
-    env = jobview._suggestions(job, None, given, "env")
+    prefix = nextruns.of_job(job, ["python", "t.py"], given, "prefix")
+    env = nextruns.of_job(job, None, given, "env")
     assert prefix[0] == "npuprof-run --skip-first 6 --active 1 --ranks 1 --output-dir /o --backend torch -- python t.py"
     assert (
         env[1]
@@ -95,7 +95,7 @@ def test_a_stages_suggestion_keeps_the_scenario():
     """A merged directory once suggested --stage without --scenario rl, which the tool refuses."""
     spike = {**SPIKE, "stage": "rollout", "target": "rl_lib:Actor.generate"}
     given = {"output-dir": "/o", "scenario": "rl", "stage": "rollout=rl_lib:Actor.generate,active=2;update=m:f"}
-    (suggestion,) = jobview._suggestions(_job(spikes=[spike]), ["python", "rl.py"], given, "prefix")
+    (suggestion,) = nextruns.of_job(_job(spikes=[spike]), ["python", "rl.py"], given, "prefix")
     _, _, _, config = accepted(suggestion)
     assert config.scenario == "rl"
     assert config.stage == ("rollout=rl_lib:Actor.generate,skip-first=6,active=1", "update=m:f")

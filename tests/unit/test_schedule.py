@@ -71,10 +71,10 @@ def test_a_records_schedule_takes_the_options_tables_defaults_for_what_it_lacks(
 
 def test_every_list_of_schedule_keys_is_the_one_in_names():
     from npuprof_launch.common import names, ondemand, options, stages
-    from npuprof_launch.launcher import arguments, jobview
+    from npuprof_launch.launcher import arguments, nextruns
 
     assert stages.KEYS[: len(names.SCHEDULE_KEYS)] == names.SCHEDULE_KEYS
-    assert jobview.SUGGESTION_SETS[: len(names.SCHEDULE_KEYS)] == names.SCHEDULE_KEYS
+    assert nextruns.SUGGESTION_SETS[: len(names.SCHEDULE_KEYS)] == names.SCHEDULE_KEYS
     assert tuple(ondemand.REQUEST_FIELDS) == names.REQUEST_KEYS
     assert ondemand.REQUEST_FIELDS == {key: options.BY_NAME[key].minimum for key in names.REQUEST_KEYS}
     assert arguments.MODE_OPTIONS["--trigger"][:-1] == names.REQUEST_KEYS
