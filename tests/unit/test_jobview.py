@@ -516,8 +516,8 @@ def test_the_slowest_step_a_window_recorded_is_named_without_the_profiler_s_star
     job = jobview.summarize([row], steps_of=lambda p: jobview.Steps(2, durations, tool))
     (line,) = [line for line in job["tool_steps"]["lines"] if line.startswith("steps 29-31")]
     assert (
-        "; the slowest step a window recorded, step 30 (330.0 ms without the profiler's start, 13.2x the "
-        "median), is in its trace;" in line
+        "; the slowest step a window recorded, step 30 (330.0 ms without the profiler's start, its other costs "
+        "in it: 13.2x the median), is in its trace;" in line
     ), line
     plain = durations_with({30: 1.26}, steps=60, typical=0.025)
     job = jobview.summarize([row], steps_of=lambda p: jobview.Steps(2, plain, tool))
