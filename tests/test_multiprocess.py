@@ -207,7 +207,7 @@ def test_a_rank_that_raises_is_named_first_and_the_others_told_after_it(out):
     assert "rank 1 " in result.stderr.split("npuprof: findings:", 1)[1].splitlines()[1]
     code, report = check_json(out)
     assert code == 0, report["problems"]  # the job failed after its windows: the profile is whole
-    (raised,) = [one for one in report["findings"] if one["kind"] == "raised"]
+    (raised,) = [one for one in report["findings"] if one["kind"] == "failed"]
     first = raised["evidence"]["first"]
     assert (first["rank"], first["step"], first["type"]) == (1, 6, "RuntimeError"), raised
     assert first["message"] == "bad batch on rank 1 at step 6" and raised["steps"] == [6]
@@ -217,6 +217,20 @@ def test_a_rank_that_raises_is_named_first_and_the_others_told_after_it(out):
     unhandled = raised["evidence"].get("ended_without_handlers") or []
     assert [one["after_s"] >= 0 for one in later] == [True] or [one["rank"] for one in unhandled] == [0], raised
     assert not [one for one in report["notes"] if one["kind"] == "ended_without_handlers"], report["notes"]
+
+
+@pytest.mark.xdist_group("multiprocess")
+def test_a_rank_killed_by_a_signal_is_named_from_torchrun_s_account(out):
+    """Rank 1 dies of SIGKILL after step 6 (an out-of-memory kill writes nothing as it dies): torchrun's
+    agent saw it, and the answer names it first, before rank 0's exception or stop."""
+    command = [*TORCHRUN, "--nproc_per_node", "2", DDP, "--steps", "10", "--kill-on", "1:6"]
+    result = npuprof(["--skip-first", "1", "--active", "2", "--output-dir", out, "--", *command])
+    assert result.returncode == 1, result.stderr[-2000:]
+    _, report = check_json(out)
+    (failed,) = [one for one in report["findings"] if one["kind"] == "failed"]
+    (died,) = failed["evidence"]["died"]
+    assert (died["rank"], died["signal"], died["exitcode"]) == (1, "SIGKILL", -9), failed
+    assert failed["text"].startswith("rank 1 died of SIGKILL after step "), failed["text"]
 
 
 def test_a_second_run_into_the_same_output_dir_overwrites_nothing(out):

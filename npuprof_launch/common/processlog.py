@@ -96,10 +96,13 @@ def launcher_name(argv: list[str], main_module: str | None) -> str | None:
     return LAUNCHERS.get(main_module or "") or LAUNCHERS.get(command)
 
 
-def log_idle(environ, declared: list[dict], stepped: bool, raised: dict | None = None) -> None:
+def log_idle(
+    environ, declared: list[dict], stepped: bool, raised: dict | None = None, children: list[dict] | None = None
+) -> None:
     """At exit: a process that imported torch (or a declared function's module) and made no step,
     or whose declared functions made none here, with the reasons; ``raised``: the child whose
-    exception ended it (endreason.raised_in_child), for the report's ``raised`` item."""
+    exception ended it (endreason.raised_in_child); ``children``: the children that failed, as this
+    launcher saw them (endreason.children_ended); both for the report's ``failed`` item."""
     import json
     import multiprocessing
 
@@ -131,6 +134,8 @@ def log_idle(environ, declared: list[dict], stepped: bool, raised: dict | None =
         line["worker"] = worker
     if raised:
         line["raised"] = raised
+    if children:
+        line["children"] = children
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     launcher = launcher_name(sys.argv, getattr(spec, "name", None))
     if launcher:

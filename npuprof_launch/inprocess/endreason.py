@@ -59,3 +59,27 @@ def raised_in_child() -> dict | None:
     if not kind.isidentifier():
         return None
     return {"child_pid": pid, "type": kind, "message": message.strip()[:200] or None}
+
+
+def children_ended() -> list[dict] | None:
+    """At exit of a launcher whose children failed: each failed child's ``pid``, ``rank`` and
+    ``exitcode`` (negative: the signal that ended it) as the launcher saw it, which the children's
+    own records cannot say (a process killed by a signal writes nothing as it dies, and one that
+    calls sys.exit(3) raises nothing). torchrun's agent raises ChildFailedError (``failures``: each
+    rank's ProcessFailure); mp.spawn's parent ProcessExitedException (``error_pid``, ``exit_code``).
+    None otherwise."""
+    raised = uncaught_exception()
+    kind = type(raised).__name__
+    if kind == "ChildFailedError":
+        failures = getattr(raised, "failures", None)
+        ended = [
+            {"pid": failure.pid, "rank": rank if isinstance(rank, int) else None, "exitcode": failure.exitcode}
+            for rank, failure in (failures.items() if isinstance(failures, dict) else ())
+            if isinstance(getattr(failure, "pid", None), int) and isinstance(getattr(failure, "exitcode", None), int)
+        ]
+        return ended or None
+    if kind == "ProcessExitedException":
+        pid, code = getattr(raised, "error_pid", None), getattr(raised, "exit_code", None)
+        if isinstance(pid, int) and isinstance(code, int):
+            return [{"pid": pid, "rank": None, "exitcode": code}]
+    return None

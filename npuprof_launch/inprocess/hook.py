@@ -166,7 +166,7 @@ def _tally_if_idle(pid: int) -> None:
             return
         from npuprof_launch.inprocess import endreason
 
-        processlog.log_idle(os.environ, idle, stepped, endreason.raised_in_child())
+        processlog.log_idle(os.environ, idle, stepped, endreason.raised_in_child(), endreason.children_ended())
     except Exception:  # noqa: BLE001 - a tally is never worth a traceback at exit
         pass
 

@@ -56,9 +56,9 @@ KINDS: dict[str, Kind] = {
         Kind("spike", FINDING, "a step far over its rank's median, not the tool's doing nor a wait for a CPU"),
         Kind("period", FINDING, "spikes evenly spaced: what the job does every N steps"),
         Kind(
-            "raised",
+            "failed",
             FINDING,
-            "a process ended with an uncaught exception: which first, at which step, with what; the others after it",
+            "a process failed (an exception, a signal, an error status): which, at which step, with what; the others",
         ),
         # Notes: told apart, information.
         Kind(

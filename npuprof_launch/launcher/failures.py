@@ -1,4 +1,4 @@
-"""Which process of the job raised first, at which step, and what: the answer's ``raised`` item.
+"""Which process of the job failed, at which step, and how: the answer's ``failed`` item.
 
 A job that fails on one rank ends on all of them: the others lose their peer and raise in a
 collective ("Connection closed by peer"), or their launcher stops them with SIGTERM. The first
@@ -12,6 +12,7 @@ export at exit delays); on several hosts that order rests on their clocks, and t
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Iterable
 
 from npuprof_launch.common import outcomes
@@ -23,38 +24,73 @@ LATER_MESSAGE_CHARS = 90
 
 
 def items(records: list[ReadRecord], unhandled: list[dict], log: Iterable[dict] = ()) -> tuple[list[dict], list[dict]]:
-    """One ``raised`` item for each attempt of the job in which a process ended with an uncaught
-    exception (torchelastic's restarts are told apart: attempt N's failure is not attempt N+1's);
-    and the ``ended_without_handlers`` notes (of ``unhandled``) told in them instead.
+    """One ``failed`` item for each attempt of the job in which a process failed: ended with an
+    uncaught exception, died of a signal or exited with an error status (torchelastic's restarts are
+    told apart: attempt N's failure is not attempt N+1's); and the ``ended_without_handlers`` notes
+    (of ``unhandled``) told in them instead.
 
     A process of the same attempt that ended without its exit handlers is told in the item: a
     launcher's SIGTERM to the others ends a process so, and so does the out-of-memory kill that may
-    have set off the exception. Which came first is unknown (a killed process writes nothing as it
-    dies), so the item says "first" of the processes that raised only, never of those.
+    have set off the exception. Its launcher's account (``log``: torchrun's agent's ChildFailedError,
+    mp.spawn's parent's ProcessExitedException, endreason.children_ended) says how, where there is
+    one: "died of SIGKILL", "exited with status 3", told before the exceptions, as they are often
+    the others' "Connection closed by peer". Which came first is unknown (a killed process writes
+    nothing as it dies), so "first" is said of the processes that raised only.
 
     A worker of torch.multiprocessing.spawn catches its exception and hands it to its parent, which
-    raises it again (ProcessRaisedException): the parent's line in the process log (``log``) names
-    the child and its exception, and the child is told as having raised it.
+    raises it again (ProcessRaisedException): the parent's line in the process log names the child
+    and its exception, and the child is told as having raised it.
     """
+    lines = list(log)
     spawned = {
-        (line.get("host"), line["raised"].get("child_pid")): line["raised"] for line in log if line.get("raised")
+        (line.get("host"), line["raised"].get("child_pid")): line["raised"] for line in lines if line.get("raised")
     }
+    accounts = {(line.get("host"), child.get("pid")): child for line in lines for child in line.get("children") or ()}
     attempts: dict[int, list[ReadRecord]] = {}
     for record in records:
         if "unreadable" not in record:
             attempts.setdefault(attempt_of(record), []).append(record)
     made, folded = [], []
     for attempt, members in sorted(attempts.items()):
-        raised = [(record, outcome) for record in members if (outcome := _uncaught(record, spawned)) is not None]
-        once = {(record.get("host"), record.get("pid")): (record, outcome) for record, outcome in reversed(raised)}
-        raised = list(once.values())  # a process with two stages has two records: one end
-        if raised:
-            pids = {(record.get("host"), record.get("pid")) for record in members}
-            killed = [note for note in unhandled if (note["evidence"].get("host"), note["evidence"].get("pid")) in pids]
-            stopped = [r for r in members if r.get("ended") == ENDED_SIGNAL and _uncaught(r, spawned) is None]
-            made.append(_item(raised, stopped, killed, attempt if len(attempts) > 1 else None))
+        ends: dict[tuple, tuple[ReadRecord, dict]] = {}
+        for record in reversed(members):  # a process with two stages has two records: one end
+            key = (record.get("host"), record.get("pid"))
+            outcome = _uncaught(record, spawned)
+            account = accounts.get(key)
+            if outcome is not None:
+                ends[key] = (record, outcome)
+            elif account and account.get("exitcode"):
+                ends[key] = (record, {"exitcode": account["exitcode"], "step": _last_step(record)})
+            elif record.get("ended") == ENDED_SIGNAL:
+                ends[key] = (record, {"exitcode": -signal.SIGTERM, "step": _last_step(record)})
+        if any("type" in outcome or _signal_of(outcome) not in STOPPED for _, outcome in ends.values()):
+            killed = [note for note in unhandled if _key(note) in {(r.get("host"), r.get("pid")) for r in members}]
+            made.append(_item(list(ends.values()), [n for n in killed if _key(n) not in ends], attempt, len(attempts)))
             folded += killed
     return made, folded
+
+
+#: The signals a launcher stops the other processes with: told after the failure, never as one.
+STOPPED = ("SIGTERM", "SIGINT")
+
+
+def _key(note: dict) -> tuple:
+    return note["evidence"].get("host"), note["evidence"].get("pid")
+
+
+def _last_step(record: ReadRecord) -> int | None:
+    steps = record.get("steps")
+    return steps + (record.get("step_offset") or 0) if isinstance(steps, int) else None
+
+
+def _signal_of(outcome: dict) -> str | None:
+    code = outcome.get("exitcode")
+    if not isinstance(code, int) or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
 
 
 def _uncaught(record: ReadRecord, spawned: dict) -> dict | None:
@@ -65,69 +101,116 @@ def _uncaught(record: ReadRecord, spawned: dict) -> dict | None:
     handed = spawned.get((record.get("host"), record.get("pid")))
     if handed is None:
         return None
-    steps = record.get("steps")
-    step = steps + (record.get("step_offset") or 0) if isinstance(steps, int) else None
-    return {"kind": outcomes.UNCAUGHT, "step": step, "type": handed.get("type"), "message": handed.get("message")}
+    return {
+        "kind": outcomes.UNCAUGHT,
+        "step": _last_step(record),
+        "type": handed.get("type"),
+        "message": handed.get("message"),
+    }
 
 
-def _item(
-    raised: list[tuple[ReadRecord, dict]], stopped: list[ReadRecord], killed: list[dict], attempt: int | None
-) -> dict:
-    raised.sort(key=lambda pair: _at_ns(*pair))
-    first_ns = _at_ns(*raised[0])
+def _item(ends: list[tuple[ReadRecord, dict]], killed: list[dict], attempt: int, attempts: int) -> dict:
+    raised = sorted(((r, o) for r, o in ends if "type" in o), key=lambda pair: _at_ns(*pair))
+    died = [(r, o) for r, o in ends if "type" not in o and _signal_of(o) not in (*STOPPED, None)]
+    exited = [(r, o) for r, o in ends if "type" not in o and (o.get("exitcode") or 0) > 0]
+    stopped = [r for r, o in ends if "type" not in o and _signal_of(o) in STOPPED]
+    parts = []
+    for name in sorted({_signal_of(o) or "" for _, o in died}):
+        group = [(r, o) for r, o in died if _signal_of(o) == name]
+        parts.append(f"{_whose_records([r for r, _ in group])} died of {name}{_after(o['step'] for _, o in group)}")
+    for code in sorted({o["exitcode"] for _, o in exited}):
+        group = [(r, o) for r, o in exited if o["exitcode"] == code]
+        parts.append(
+            f"{_whose_records([r for r, _ in group])} exited with status {code}{_after(o['step'] for _, o in group)}"
+        )
+    if parts:
+        parts[-1] += " (its launcher's account)"
+    first_ns = _at_ns(*raised[0]) if raised else 0
     ended = [_ended(record, outcome, first_ns) for record, outcome in raised]
-    first = ended[0]
-    hosts = {one["host"] for one in ended}
-    order = "first" if len(hosts) == 1 else "first by the hosts' clocks"
-    if killed:
-        order += " of the processes that raised"
-    if len(ended) > 1:
-        text = f"{_who(first)} raised {order}: an uncaught {first['type']} after step {first['step']}"
-    else:
-        text = f"{_who(first)} ended with an uncaught {first['type']} after step {first['step']}"
-    text += f": {first['message']}" if first["message"] else ""
+    if ended:
+        first = ended[0]
+        hosts = {one["host"] for one in ended}
+        order = "first" if len(hosts) == 1 else "first by the hosts' clocks"
+        if parts or killed:
+            order += " of the processes that raised"
+        verb = f"raised {order}: an uncaught" if len(ended) > 1 else "ended with an uncaught"
+        line = f"{_who(first)} {verb} {first['type']} after step {first['step']}"
+        line += f": {first['message']}" if first["message"] else ""
+        parts.append(line)
     later = ended[1:]
     for kind in sorted(
         {one["type"] for one in later}, key=lambda k: min(o["after_s"] for o in later if o["type"] == k)
     ):
-        group = [one for one in later if one["type"] == kind]
-        lag = max(one["after_s"] for one in group)
-        said = f"{_whose(group)} raised {kind} "
-        said += f"{lag:.2f} s later" if len(group) == 1 else f"within {lag:.2f} s"
-        message = group[0]["message"] if len(group) == 1 else None
-        if message:
-            said += f" ({_shortened(message)})"
-        text += f"; then {said}"
-    stopped_ranks = [r.get("rank") for r in stopped if r.get("rank") is not None]
-    if stopped_ranks:
-        text += f"; {wording.who(stopped_ranks)} stopped by SIGTERM"
-    killed_ranks = [rank for note in killed for rank in note["ranks"]]
+        same = [one for one in later if one["type"] == kind]
+        lag = max(one["after_s"] for one in same)
+        said = f"then {_whose(same)} raised {kind} " + (
+            f"{lag:.2f} s later" if len(same) == 1 else f"within {lag:.2f} s"
+        )
+        message = same[0]["message"] if len(same) == 1 else None
+        parts.append(said + (f" ({_shortened(message)})" if message else ""))
+    if stopped:
+        parts.append(f"{_whose_records(stopped)} stopped by SIGTERM")
     if killed:
         last = sorted({step for note in killed for step in note["steps"]})
-        steps = f" (last known step {last[0]})" if len(last) == 1 else f" (last known steps {last[0]}-{last[-1]})"
-        whom = wording.who(killed_ranks) if killed_ranks else wording.count(len(killed), "process")
-        text += (
-            f"; {whom} ended without exit handlers{steps if last else ''}: killed, by a launcher's SIGTERM as "
+        known = f" (last known step {last[0]})" if len(last) == 1 else f" (last known steps {last[0]}-{last[-1]})"
+        ranks = [rank for note in killed for rank in note["ranks"]]
+        whom = wording.who(ranks) if ranks else wording.count(len(killed), "process")
+        parts.append(
+            f"{whom} ended without exit handlers{known if last else ''}: killed, by a launcher's SIGTERM as "
             "torchrun's when a worker fails, or by an out-of-memory kill"
         )
-    if attempt is not None:
+    text = "; ".join(parts)
+    if attempts > 1:
         text = f"attempt {attempt}: {text}"
-    ranks = [one["rank"] for one in ended]
-    unhandled = [
-        {"rank": (note["ranks"] or [None])[0], "pid": note["evidence"].get("pid"), "step": (note["steps"] or [None])[0]}
-        for note in killed
-    ]
+    failing = [*(r for r, _ in died), *(r for r, _ in exited)]
+    steps = [o["step"] for _, o in [*died, *exited]] + [one["step"] for one in ended[:1]]
     return answer.item(
-        "raised",
+        "failed",
         text,
-        ranks,
-        [first["step"]],
-        first=first,
-        processes=ended,
-        stopped=sorted(stopped_ranks) or None,
-        ended_without_handlers=unhandled or None,
-        attempt=attempt,
+        [*(r.get("rank") for r in failing), *(one["rank"] for one in ended)],
+        [step for step in steps if isinstance(step, int)][:1],
+        first=ended[0] if ended else None,
+        processes=ended or None,
+        died=[_account(r, o) for r, o in died] or None,
+        exited=[_account(r, o) for r, o in exited] or None,
+        stopped=sorted(r.get("rank") for r in stopped if r.get("rank") is not None) or None,
+        ended_without_handlers=[
+            {"rank": (n["ranks"] or [None])[0], "pid": n["evidence"].get("pid"), "step": (n["steps"] or [None])[0]}
+            for n in killed
+        ]
+        or None,
+        attempt=attempt if attempts > 1 else None,
     )
+
+
+def _account(record: ReadRecord, outcome: dict) -> dict:
+    """A process that died of a signal or exited with a status, as its launcher saw it."""
+    return {
+        "rank": record.get("rank"),
+        "pid": record.get("pid"),
+        "host": record.get("host"),
+        "step": outcome.get("step"),
+        "exitcode": outcome.get("exitcode"),
+        "signal": _signal_of(outcome),
+    }
+
+
+def _after(steps) -> str:
+    known = sorted({step for step in steps if isinstance(step, int)})
+    if not known:
+        return ""
+    return f" after step {known[0]}" if len(known) == 1 else f" after steps {known[0]}-{known[-1]}"
+
+
+def _whose_records(records: list[ReadRecord]) -> str:
+    ranks = [r.get("rank") for r in records if r.get("rank") is not None]
+    rankless = [r for r in records if r.get("rank") is None]
+    said = [wording.who(ranks)] if ranks else []
+    if len(rankless) == 1 and not ranks:
+        said.append(f"the process (pid {rankless[0].get('pid')})")
+    elif rankless:
+        said.append(wording.count(len(rankless), "process"))
+    return " and ".join(said)
 
 
 def _ended(record: ReadRecord, outcome: dict, first_ns: int) -> dict:
@@ -171,7 +254,7 @@ def _shortened(message: str) -> str:
 
 def ended_item(run: dict | None, records: list[ReadRecord], told: bool) -> dict | None:
     """The ``job_ended`` note: how the command ended, where it did not end well and nothing else
-    says so (``told``: a ``raised`` item or a problem already did): a Ctrl-C, a ``sys.exit(3)``, a
+    says so (``told``: a ``failed`` item or a problem already did): a Ctrl-C, a ``sys.exit(3)``, a
     signal after the windows were complete, with the job's last step."""
     ended = reasons.how_the_job_ended(run)
     if told or ended is None:

@@ -7,11 +7,13 @@ to the last bit.
 --child      start a ``python -c`` child that imports torch and never steps
 --fail-once  exit 1 after training while TORCHELASTIC_RESTART_COUNT is 0 (a torchelastic restart)
 --raise-on R:N  rank R raises a RuntimeError after its step N (a job that fails on one rank)
+--kill-on R:N   rank R kills itself with SIGKILL after its step N (an out-of-memory kill)
 """
 
 import argparse
 import gc
 import os
+import signal
 import subprocess
 import sys
 
@@ -26,6 +28,7 @@ def main() -> None:
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--fail-once", action="store_true")
     parser.add_argument("--raise-on", default=None)
+    parser.add_argument("--kill-on", default=None)
     args = parser.parse_args()
 
     distributed = "WORLD_SIZE" in os.environ
@@ -44,6 +47,7 @@ def main() -> None:
         subprocess.run([sys.executable, "-c", "import torch; torch.ones(2).sum()"], check=True)
 
     raise_rank, raise_step = map(int, args.raise_on.split(":")) if args.raise_on else (None, None)
+    kill_rank, kill_step = map(int, args.kill_on.split(":")) if args.kill_on else (None, None)
     for step, x in enumerate(data, start=1):
         x = x[rank::world]  # each rank its own slice of the batch; DDP averages the gradients
         loss = torch.nn.functional.mse_loss(net(x), x.sum(dim=1, keepdim=True))
@@ -52,6 +56,8 @@ def main() -> None:
         optimizer.zero_grad()
         if rank == raise_rank and step == raise_step:
             raise RuntimeError(f"bad batch on rank {rank} at step {step}")
+        if rank == kill_rank and step == kill_step:
+            os.kill(os.getpid(), signal.SIGKILL)
 
     # One write per line: the ranks share torchrun's stdout, and print() writes the newline apart.
     sys.stdout.write(f"rank {rank} loss {loss.item():.10f} checksum {checksum(model)}\n")

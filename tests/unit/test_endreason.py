@@ -60,3 +60,22 @@ def test_an_mp_spawn_parent_names_the_child_and_its_exception_s_last_line(uncaug
     assert endreason.raised_in_child() == {"child_pid": 4242, "type": "OutOfMemoryError", "message": "out of memory"}
     uncaught(ValueError("boom"))
     assert endreason.raised_in_child() is None
+
+
+def test_a_launcher_whose_children_failed_names_each_with_its_exit_code(uncaught):
+    class ProcessFailure:  # torch.distributed.elastic's, as torchrun's agent keeps it
+        def __init__(self, pid, exitcode):
+            self.pid, self.exitcode = pid, exitcode
+
+    class ChildFailedError(Exception):
+        def __init__(self, failures):
+            super().__init__("train.py FAILED")
+            self.failures = failures
+
+    uncaught(ChildFailedError({1: ProcessFailure(4242, -9), 0: ProcessFailure(4241, 1)}))
+    assert endreason.children_ended() == [
+        {"pid": 4242, "rank": 1, "exitcode": -9},
+        {"pid": 4241, "rank": 0, "exitcode": 1},
+    ]
+    uncaught(ValueError("boom"))
+    assert endreason.children_ended() is None

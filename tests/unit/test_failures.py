@@ -1,4 +1,4 @@
-"""The ``raised`` item (launcher/failures.py): the first process to raise, by its record's last
+"""The ``failed`` item (launcher/failures.py): the first process to raise, by its record's last
 write; the others after it, grouped; SIGTERM'd and killed processes told in it, never as "first";
 torchelastic's attempts apart; several hosts' clocks said."""
 
@@ -41,7 +41,7 @@ def test_the_first_to_raise_is_named_first_whatever_the_rank_order():
     ]
     (item,), folded = failures.items(records, [])
     assert folded == []
-    assert item["kind"] == "raised" and item["severity"] == answer.FINDING
+    assert item["kind"] == "failed" and item["severity"] == answer.FINDING
     first = item["evidence"]["first"]
     assert (first["rank"], first["step"], first["type"], first["message"]) == (1, 107, "ValueError", "loss is nan")
     assert [one["rank"] for one in item["evidence"]["processes"]] == [1, 0]
@@ -120,3 +120,23 @@ def test_a_process_with_two_stages_raised_once():
     rollout["stage"], update["stage"] = "rollout", "update"
     (item,), _ = failures.items([rollout, update], [])
     assert len(item["evidence"]["processes"]) == 1 and "then" not in item["text"]
+
+
+def test_its_launcher_s_account_names_the_process_that_died_or_exited_before_the_exceptions():
+    """Rank 1 died of SIGKILL (an out-of-memory kill) and rank 0 raised "Connection closed by peer":
+    the answer led with rank 0. Rank 0's sys.exit(3) was not told at all."""
+    died, victim = record(1, 3.0), record(0, 3.5, ("RuntimeError", "Connection closed by peer"))
+    died["ended"] = None
+    agent = {"event": "idle", "host": "a", "children": [{"pid": 101, "rank": 1, "exitcode": -9}]}
+    (item,), folded = failures.items([victim, died], [killed_note(died)], [agent])
+    assert folded and item["text"].startswith("rank 1 died of SIGKILL after step 7 (its launcher's account); rank 0 ")
+    assert item["evidence"]["died"] == [
+        {"rank": 1, "pid": 101, "host": "a", "step": 7, "exitcode": -9, "signal": "SIGKILL"}
+    ]
+    assert "ended_without_handlers" not in item["evidence"] and item["ranks"] == [0, 1]
+    quit_, other = record(0, 2.0), record(1, 2.5, ("RuntimeError", "peer"))
+    agent = {"event": "idle", "host": "a", "children": [{"pid": 100, "rank": 0, "exitcode": 3}]}
+    (item,), _ = failures.items([quit_, other], [], [agent])
+    assert item["text"].startswith("rank 0 exited with status 3 after step 7 (its launcher's account); rank 1 ended")
+    stopped = record(0, 2.0, ended="signal")
+    assert failures.items([stopped], [], []) == ([], []), "a SIGTERM alone is a stop, not a failure"
