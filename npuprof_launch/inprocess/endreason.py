@@ -34,9 +34,24 @@ def cause_and_uncaught(how: str, steps: int) -> tuple[str, dict | None]:
         return "SIGINT", None
     if uncaught is None:
         return cause, None
-    message = str(uncaught).splitlines()[0][:200] if str(uncaught) else None
+    message = said(str(uncaught))
     kind = type(uncaught).__name__
     return cause, outcomes.make(outcomes.UNCAUGHT, steps, type=kind, message=message, at_ns=time.time_ns())
+
+
+#: How much of an exception's message a record keeps.
+MESSAGE_CHARS = 200
+
+
+def said(message: str) -> str | None:
+    """An exception's message in one line of MESSAGE_CHARS at most, "..." where cut: its first line,
+    and its last where it has several (a DataLoader worker's "Caught IndexError in DataLoader worker
+    process 1." has the cause on its last line, after the worker's traceback)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return None
+    one = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    return one if len(one) <= MESSAGE_CHARS else one[: MESSAGE_CHARS - 3].rstrip() + "..."
 
 
 def uncaught_exception():

@@ -19,7 +19,8 @@ from npuprof_launch.common import outcomes
 from npuprof_launch.common.record import ENDED_SIGNAL, ReadRecord, attempt_of
 from npuprof_launch.launcher import answer, reasons, wording
 
-#: How much of a later process's message the sentence keeps (the first's is kept whole).
+#: How much of a later process's message the sentence keeps (the first raiser's is kept as
+#: recorded, unless a process died or exited before it: then it is likely the consequence).
 LATER_MESSAGE_CHARS = 90
 
 
@@ -135,7 +136,8 @@ def _item(ends: list[tuple[ReadRecord, dict]], killed: list[dict], attempt: int,
             order += " of the processes that raised"
         verb = f"raised {order}: an uncaught" if len(ended) > 1 else "ended with an uncaught"
         line = f"{_who(first)} {verb} {first['type']} after step {first['step']}"
-        line += f": {first['message']}" if first["message"] else ""
+        message = first["message"] and (_shortened(first["message"]) if parts else first["message"])
+        line += f": {message}" if message else ""
         parts.append(line)
     later = ended[1:]
     for kind in sorted(
