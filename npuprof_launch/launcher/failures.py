@@ -71,6 +71,9 @@ def items(records: list[ReadRecord], unhandled: list[dict], log: Iterable[dict] 
     return made, folded
 
 
+#: Processes that raised within this of each other raised alike (two ranks on one bad batch), not
+#: one for the other: none is said to be first (a peer's "Connection closed" took 0.58 s and more).
+TOO_CLOSE_S = 0.05
 #: The signals a launcher stops the other processes with: told after the failure, never as one.
 STOPPED = ("SIGTERM", "SIGINT")
 
@@ -134,7 +137,8 @@ def _item(ends: list[tuple[ReadRecord, dict]], killed: list[dict], attempt: int,
         order = "first" if len(hosts) == 1 else "first by the hosts' clocks"
         if parts or killed:
             order += " of the processes that raised"
-        verb = f"raised {order}: an uncaught" if len(ended) > 1 else "ended with an uncaught"
+        close = len(ended) > 1 and ended[1]["after_s"] < TOO_CLOSE_S  # raised alike, not one for the other
+        verb = f"raised {order}: an uncaught" if len(ended) > 1 and not close else "ended with an uncaught"
         line = f"{_who(first)} {verb} {first['type']} after step {first['step']}"
         message = first["message"] and (_shortened(first["message"]) if parts else first["message"])
         line += f": {message}" if message else ""

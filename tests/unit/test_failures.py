@@ -140,3 +140,9 @@ def test_its_launcher_s_account_names_the_process_that_died_or_exited_before_the
     assert item["text"].startswith("rank 0 exited with status 3 after step 7 (its launcher's account); rank 1 ended")
     stopped = record(0, 2.0, ended="signal")
     assert failures.items([stopped], [], []) == ([], []), "a SIGTERM alone is a stop, not a failure"
+
+
+def test_two_ranks_raising_within_milliseconds_are_not_ordered_as_cause():
+    (item,), _ = failures.items([record(0, 1.0, ("ValueError", "nan")), record(1, 1.003, ("ValueError", "nan"))], [])
+    assert item["text"].startswith("rank 0 ended with an uncaught ValueError after step 7: nan; then rank 1 raised")
+    assert "first" not in item["text"]
