@@ -413,7 +413,11 @@ def _tool_steps(
         if steps is None:
             continue
         shift = process.get("step_offset") or 0
+        ran = (process.get("steps") or 0) + 1  # a window cut by the process's end: its steps that ran
         for first, last in steps.tool.spans():
+            if first > ran:
+                continue
+            last = min(last, ran)
             recorded.append([first + shift, last + shift])
             cut = steps.durations[max(0, first - steps.first) : max(0, last - steps.first + 1)]
             if cut:
@@ -522,7 +526,11 @@ def _window_steps(processes: list[dict]) -> list[dict]:
     """The steps each set of ranks recorded: one entry when every rank's windows cover the same steps."""
     by_steps: dict[tuple, list] = {}
     for process in processes:
-        covered = tuple((w["first_step"], w["last_step"]) for w in process.get("windows") or () if w.get("last_step"))
+        covered = tuple(
+            (w["first_step"], w["last_step"])
+            for w in process.get("windows") or ()
+            if w.get("last_step") and (w.get("complete") or w.get("traces"))  # one that recorded nothing: none
+        )
         if covered:
             by_steps.setdefault((process.get("stage"), covered), []).append(process.get("rank"))
     return [
