@@ -136,11 +136,11 @@ def summarize(
         if not job["slow_ranks"]:
             job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
     job["spikes"], undecidable, held = _spikes(timed)
-    # Steps that may be the job's fill in its period: a wait for a CPU's, the aftercare's, a window's
-    recorded = _recorded_spike(timed, series, (job["step_time_s"] or {}).get("median"))
+    # Steps that may be the job's fill in its period: a wait for a CPU's, the aftercare's (a window's
+    # recorded step does not: the profiler's cost is in it, 51 ms in a 1.5 ms job's first one)
     fills = [spike for spike in undecidable if spike.get("cpu_wait") or spike.get("beside_aftercare")]
-    fills += [{**_stage_of(recorded), "step": recorded["step"], "ranks": [recorded["rank"]]}] if recorded else []
     job["spike_period"] = periods.of_spikes(job["spikes"], fills)
+    recorded = _recorded_spike(timed, series, (job["step_time_s"] or {}).get("median"))
     if job["spike_period"]:  # the job's own periodic work: a wait for a CPU in it explains nothing away
         on = set(job["spike_period"]["steps"])
         undecidable = [spike for spike in undecidable if spike["step"] not in on or not spike.get("cpu_wait")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 
 from npuprof_launch.common import names, options, stages
-from npuprof_launch.launcher import wording
+from npuprof_launch.launcher import periods, wording
 
 #: The options a suggested run sets itself; every other option the run was given is kept.
 SUGGESTION_SETS = (*names.SCHEDULE_KEYS, "ranks", "total-steps", "on-demand")
@@ -36,12 +36,14 @@ def of_job(
     rank's 150 ms stall in step 25 of a 2-rank DDP job made rank 0's step 26 the worst spike, and
     the run suggested on rank 0's step 26 alone held only the wait.
 
-    A spike of the job's period gets no run where a window recorded one of the period's steps
+    A spike of the job's period gets no run where a window recorded a step of that period
     (``recorded``: the slowest step a window recorded, over the spike bar): each run on the next
     one recorded another like it, in circles."""
     found = []
     period = job.get("spike_period") or {}
-    again = recorded in period.get("steps", ()) and job["spikes"] and job["spikes"][0]["step"] in period["steps"]
+    again = bool(period and job["spikes"]) and all(
+        periods.holds(period, step) for step in (recorded, job["spikes"][0]["step"] if job["spikes"] else None)
+    )
     if job["spikes"] and not again:
         spike = job["spikes"][0]
         near = [

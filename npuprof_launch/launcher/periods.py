@@ -31,8 +31,8 @@ def of_spikes(spikes: list[dict], waited: Sequence[dict] = ()) -> dict | None:
     The steps that may be the job's count too (``waited``): those a wait for a CPU explains (a step
     of the job's own periodic work waits for a CPU in proportion on a busy machine, and such waits
     took the period away: beside a CPU hog a job evaluating every 10 steps was told a period in 2 of
-    4 runs; on 4 ranks every evaluation went under CPU waits), those beside the tool's aftercare,
-    and the slowest step a window recorded (the run a spike's next: suggests: its period was lost).
+    4 runs; on 4 ranks every evaluation went under CPU waits), and those beside the tool's aftercare
+    (a run's window of one step put the next period step beside it: the period was lost).
     Every spike must be on the progression, or, with others beside it, the progression must hold
     PERIOD_MIN_SPIKES + 1 of them and most spikes (those of ``waited`` off it are not counted):
     three random spikes of a hundred steps are evenly spaced too often to tell."""
@@ -74,3 +74,12 @@ def text(period: dict) -> str:
         f"the spikes are {every} steps apart (steps {', '.join(map(str, period['steps']))}): what the job does "
         f"every {every} steps (an evaluation, logging, a save, a new data shard) is where to look"
     )
+
+
+def holds(period: dict, step: int | None) -> bool:
+    """Whether ``step`` is one of the period's: on its progression, from one period before its
+    first spike to one after its last (a window's step, left out of the spikes, is one of them)."""
+    if step is None:
+        return False
+    every, steps = period["every"], period["steps"]
+    return (step - steps[0]) % every == 0 and steps[0] - every <= step <= steps[-1] + every

@@ -84,13 +84,18 @@ def test_one_stall_and_two_steps_that_waited_for_a_cpu_are_no_period():
     assert job["spike_period"] == {"every": 10, "steps": [10, 20, 30, 40]}
 
 
-def test_a_period_a_window_recorded_a_step_of_stays_and_gets_no_run_on_its_next_spike():
-    """Following a period's spike's next: run, the window recorded step 21: the period was lost
-    (its step the tool's) and the answer sent the user to step 51, then to 11, in circles."""
+def test_a_period_a_window_recorded_a_step_of_gets_no_run_on_its_next_spike():
+    """Following a period's spike's next: run, the window recorded step 21 and the answer sent the
+    user to step 51, then to 11, in circles: the trace holds one of the period's steps already."""
     window = {"first_step": 21, "last_step": 21, "complete": True, "start_s": 0.0}
-    tool = stepstats.ToolSteps([window], steps=60)
-    durations = [0.17 if step in (11, 21, 31, 41, 51) else TYPICAL + step * 1e-7 for step in range(2, 61)]
-    row = {"rank": 0, "steps": 60, "windows": [window], "step_stats": stepstats.rank_stats(durations, tool)}
+    tool = stepstats.ToolSteps([window], steps=80)
+    evals = (31, 41, 51, 61, 71)
+    durations = [0.17 + step * 1e-5 if step in (21, *evals) else TYPICAL + step * 1e-7 for step in range(2, 81)]
+    row = {"rank": 0, "steps": 80, "windows": [window], "step_stats": stepstats.rank_stats(durations, tool)}
     job = jobview.summarize([row], ["python", "job.py"], steps_of=lambda p: jobview.Steps(2, durations, tool))
-    assert job["spike_period"]["every"] == 10 and 21 in job["spike_period"]["steps"]
+    assert job["spike_period"] == {"every": 10, "steps": list(evals)}
     assert job["suggestions"] == []
+    lone = [0.17 if step == 31 else TYPICAL + step * 1e-7 for step in range(2, 81)]
+    row = {"rank": 0, "steps": 80, "windows": [window], "step_stats": stepstats.rank_stats(lone, tool)}
+    job = jobview.summarize([row], ["python", "job.py"], steps_of=lambda p: jobview.Steps(2, lone, tool))
+    assert job["suggestions"] == ["npuprof-run --skip-first 30 --active 1 -- python job.py"], "no period: a run"
