@@ -221,16 +221,20 @@ def test_a_rank_that_raises_is_named_first_and_the_others_told_after_it(out):
 
 @pytest.mark.xdist_group("multiprocess")
 def test_a_rank_killed_by_a_signal_is_named_from_torchrun_s_account(out):
-    """Rank 1 dies of SIGKILL after step 6 (an out-of-memory kill writes nothing as it dies): torchrun's
-    agent saw it, and the answer names it first, before rank 0's exception or stop."""
+    """Rank 1 dies of SIGKILL after step 6, inside its window (an out-of-memory kill writes nothing as
+    it dies): torchrun's agent saw it, and the answer names it first, before rank 0's exception or
+    stop, and as the reason its window was cut."""
     command = [*TORCHRUN, "--nproc_per_node", "2", DDP, "--steps", "10", "--kill-on", "1:6"]
-    result = npuprof(["--skip-first", "1", "--active", "2", "--output-dir", out, "--", *command])
+    result = npuprof(["--skip-first", "4", "--active", "4", "--output-dir", out, "--", *command])
     assert result.returncode == 1, result.stderr[-2000:]
-    _, report = check_json(out)
+    code, report = check_json(out)
     (failed,) = [one for one in report["findings"] if one["kind"] == "failed"]
     (died,) = failed["evidence"]["died"]
     assert (died["rank"], died["signal"], died["exitcode"]) == (1, "SIGKILL", -9), failed
     assert failed["text"].startswith("rank 1 died of SIGKILL after step "), failed["text"]
+    # Its window was cut: the reason is its own end, not torchrun's "exited with status 1".
+    (cut,) = [one for one in report["problems"] if one["kind"] == "window_incomplete" and 1 in one["ranks"]]
+    assert code == 1 and "it died of SIGKILL (its launcher's account)" in cut["text"], cut["text"]
 
 
 def test_a_second_run_into_the_same_output_dir_overwrites_nothing(out):

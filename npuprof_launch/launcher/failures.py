@@ -46,7 +46,7 @@ def items(records: list[ReadRecord], unhandled: list[dict], log: Iterable[dict] 
     spawned = {
         (line.get("host"), line["raised"].get("child_pid")): line["raised"] for line in lines if line.get("raised")
     }
-    accounts = {(line.get("host"), child.get("pid")): child for line in lines for child in line.get("children") or ()}
+    ended = accounts(lines)
     attempts: dict[int, list[ReadRecord]] = {}
     for record in records:
         if "unreadable" not in record:
@@ -57,7 +57,7 @@ def items(records: list[ReadRecord], unhandled: list[dict], log: Iterable[dict] 
         for record in reversed(members):  # a process with two stages has two records: one end
             key = (record.get("host"), record.get("pid"))
             outcome = _uncaught(record, spawned)
-            account = accounts.get(key)
+            account = ended.get(key)
             if outcome is not None:
                 ends[key] = (record, outcome)
             elif account and account.get("exitcode"):
@@ -69,6 +69,11 @@ def items(records: list[ReadRecord], unhandled: list[dict], log: Iterable[dict] 
             made.append(_item(list(ends.values()), [n for n in killed if _key(n) not in ends], attempt, len(attempts)))
             folded += killed
     return made, folded
+
+
+def accounts(log: Iterable[dict]) -> dict[tuple, dict]:
+    """How each failed child ended, as its launcher saw it (endreason.children_ended), by (host, pid)."""
+    return {(line.get("host"), child.get("pid")): child for line in log for child in line.get("children") or ()}
 
 
 #: Processes that raised within this of each other raised alike (two ranks on one bad batch), not

@@ -21,9 +21,13 @@ NO_HOOK_CAUSES = (
 PYTHON_FLAGS_WITHOUT_HOOK = {"-I": "isolated mode", "-E": "ignores PYTHON* variables", "-S": "skips site"}
 
 
-def why_incomplete(record: ReadRecord, process: dict, run: dict | None, stale: bool) -> str:
+def why_incomplete(
+    record: ReadRecord, process: dict, run: dict | None, stale: bool, account: dict | None = None
+) -> str:
     """The true reason a process's windows did not all complete, the most telling first: decided on
-    the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning."""
+    the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning.
+    ``account``: how its launcher saw it end (failures.accounts: ``exitcode``), which says more than
+    the command's status (a rank's SIGKILL was told as torchrun's "exited with status 1")."""
     done = f"{process['windows_completed']} of {process['windows_planned']}"
     steps = record.get("steps")
     at = steps + (record.get("step_offset") or 0) if isinstance(steps, int) else steps  # the job's number of it
@@ -41,6 +45,7 @@ def why_incomplete(record: ReadRecord, process: dict, run: dict | None, stale: b
     if passed and len(passed) + process["windows_completed"] >= (process["windows_planned"] or 0):
         return f"{done} windows completed: {outcomes.sentence(passed[0])}"
     ended = how_the_job_ended(run)
+    own = _own_end(account)
     raised = [outcomes.sentence(outcome) for outcome in outcomes.of_kind(found, outcomes.UNCAUGHT)]
     if cut:
         kept, by, stopped = outcomes.kept_words(cut[-1]), cut[-1].get("by"), _stopped_by(run)
@@ -52,6 +57,8 @@ def why_incomplete(record: ReadRecord, process: dict, run: dict | None, stale: b
         if by == "window_timeout":
             return f"{done} windows completed: {outcomes.sentence(cut[-1])} (partial)"
         if by == "exit":
+            if own and not raised:
+                return f"{done} windows completed: {own} at step {at}; {kept}"
             if ended:
                 return f"{done} windows completed: {ended} at step {at}; {kept}"
             if outcomes.stopped_stepping(cut[-1], process.get("median_step_s")):
@@ -66,6 +73,8 @@ def why_incomplete(record: ReadRecord, process: dict, run: dict | None, stale: b
         )
     if raised:
         return f"{done} windows completed: {raised[0]}, before the schedule completed"
+    if own:
+        return f"{done} windows completed: {own}; last known step {at}"
     if ended:
         return f"{done} windows completed: {ended} after step {steps} of this process, before the schedule completed"
     if stale:
@@ -74,6 +83,22 @@ def why_incomplete(record: ReadRecord, process: dict, run: dict | None, stale: b
             f"memory); last known step {at}"
         )
     return wording.ran_short(record, done, steps)
+
+
+def _own_end(account: dict | None) -> str | None:
+    """ "it died of SIGKILL (its launcher's account)", "it exited with status 3 (...)", or None."""
+    code = (account or {}).get("exitcode")
+    if not isinstance(code, int) or code == 0:
+        return None
+    if code > 0:
+        return f"it exited with status {code} (its launcher's account)"
+    import signal
+
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"it died of {name} (its launcher's account)"
 
 
 def _stopped_by(run: dict | None) -> str | None:

@@ -87,6 +87,7 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
         log = processlog.read(output_dir)
     else:
         log = [line for run_id in sorted(together) for line in processlog.read(output_dir, run_id)]
+    ended = failures.accounts(log)  # how failed children ended, as their launchers saw it
     problems: list[tuple[tuple | None, dict]] = []  # (what a rank's problem says past its label, the item)
     findings: list[dict] = []
     processes, excluded, declined, replaced = [], [], [], []
@@ -100,14 +101,14 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
             replaced.append(record)
             record = _moved_on(record, records, findings)
             if record.get("windows") or record.get("traces"):  # the old image's window: a row of its own
-                processes.append(_process(record, output_dir, run, problems, findings, deep, reread))
+                processes.append(_process(record, output_dir, run, problems, findings, deep, reread, ended))
         elif record.get("declined"):
             declined.append(record)
             problems.append(_about(record, "not_profiled", f"not profiled: {record['declined']}"))
         elif record.get("state") == "off" and not record.get("windows_planned"):
             excluded.append(record)
         else:
-            processes.append(_process(record, output_dir, run, problems, findings, deep, reread))
+            processes.append(_process(record, output_dir, run, problems, findings, deep, reread, ended))
     reading.set(len(records))
     reading.finish()
     findings.extend(_rpc_agents(records))
@@ -334,7 +335,14 @@ def _steps_text(pairs) -> str:
 
 
 def _process(
-    record: ReadRecord, output_dir: str, run: dict | None, problems: list, findings: list, deep: bool, reread: bool
+    record: ReadRecord,
+    output_dir: str,
+    run: dict | None,
+    problems: list,
+    findings: list,
+    deep: bool,
+    reread: bool,
+    ended: dict | None = None,
 ) -> dict:
     """One report row, its deliverables checked; its problems added, each with its true reason."""
     process: dict[str, Any] = {
@@ -408,7 +416,8 @@ def _process(
     if stale:
         process["ended_note"] = f"ended without exit handlers; last known step {record.get('steps')}"
     if wording.incomplete(process) and not process["errors"]:
-        why = reasons.why_incomplete(record, process, run, stale)
+        account = (ended or {}).get((record.get("host"), record.get("pid")))
+        why = reasons.why_incomplete(record, process, run, stale, account)
         done = {key: process[key] for key in ("windows_completed", "windows_planned")}
         problems.append(_about(record, "window_incomplete", why, **done))
     elif stale:
