@@ -96,10 +96,7 @@ def _signal_of(outcome: dict) -> str | None:
     code = outcome.get("exitcode")
     if not isinstance(code, int) or code >= 0:
         return None
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
+    return reasons.signal_name(-code)
 
 
 def _uncaught(record: ReadRecord, spawned: dict) -> dict | None:

@@ -147,7 +147,7 @@ def summarize(
     job["undecidable_spikes"] = undecidable[: findings.SPIKES_SHOWN]
     job["spikes"] = job["spikes"][: findings.SPIKES_SHOWN]
     beside = [spike for spike in job["undecidable_spikes"] if spike.get("beside_aftercare")]
-    job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], beside, held)
+    job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], beside, held, recorded)
     job[NOTES] = _cpu_wait_notes(job["undecidable_spikes"])
     job["cpu_wait_lines"] = answer.texts(job[NOTES])
     job["window_steps"] = _window_steps(processes)
@@ -400,11 +400,17 @@ def _recorded_spike(timed: list[dict], series: dict, median: float | None) -> di
 
 
 def _tool_steps(
-    timed: list[dict], series: dict, step_time: dict | None, undecidable: list[dict], theirs: Sequence[tuple] = ()
+    timed: list[dict],
+    series: dict,
+    step_time: dict | None,
+    undecidable: list[dict],
+    theirs: Sequence[tuple] = (),
+    recorded_spike: dict | None = None,
 ) -> dict | None:
     """The steps the tool's own work touched, apart, with their cost: the windows with the steps that
     start and stop them (the profiler's own cost), and the steps beside a window's aftercare; in the
-    job's numbering, as the windows are (a resumed job's ``step_offset``)."""
+    job's numbering, as the windows are (a resumed job's ``step_offset``). ``recorded_spike``: the
+    slowest step a window recorded, over the spike bar (_recorded_spike)."""
     recorded: list[list[int]] = []
     beside: list[list[int]] = []
     low = high = None
@@ -441,8 +447,7 @@ def _tool_steps(
             f"steps {_spans_text(recorded)} (the windows and the steps that start and stop them){took}{against}: "
             "left out of the findings, since the profiler works in them (its cost is in their times)"
         )
-        recorded_spike = _recorded_spike(timed, series, median)
-        if recorded_spike:
+        if recorded_spike:  # _recorded_spike's, from summarize
             step, seconds, rank = recorded_spike["step"], recorded_spike["step_s"], recorded_spike["rank"]
             whose = f" on rank {rank}" if rank is not None and len(timed) > 1 else ""
             line += (

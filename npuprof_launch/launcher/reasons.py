@@ -92,13 +92,17 @@ def _own_end(account: dict | None) -> str | None:
         return None
     if code > 0:
         return f"it exited with status {code} (its launcher's account)"
+    return f"it died of {signal_name(-code)} (its launcher's account)"
+
+
+def signal_name(number: int) -> str:
+    """ "SIGKILL" for 9; "signal 77" for a number no signal has."""
     import signal
 
     try:
-        name = signal.Signals(-code).name
+        return signal.Signals(number).name
     except ValueError:
-        name = f"signal {-code}"
-    return f"it died of {name} (its launcher's account)"
+        return f"signal {number}"
 
 
 def _stopped_by(run: dict | None) -> str | None:
