@@ -143,17 +143,21 @@ def test_a_suggestion_after_the_print_env_route_runs_as_printed(tmp_path):
     code, report = check_json(out)
     assert code == 0, report["problems"]
     assert report["run"] is None and report["run_id"].startswith("env-")
-    (spike,) = [s for s in report["job"]["spikes"] if s["step"] == 7]
-    # The one for step 7: a busy machine may stall another step for real, and its run comes first.
-    (suggestion,) = [s for s in report["job"]["suggestions"] if "--skip-first 6 --active 1 " in s]
+    assert report["job"]["spikes"][0]["step"] == 7, report["job"]["spikes"]
+    # The run on step 7's spike comes first (it is the job's worst); its window holds the spike of the step
+    # before or after it too where a busy machine stalled that one over the bar (CI: a 2-step window).
+    suggestion = report["job"]["suggestions"][0]
     namespace, _, mode, config = accepted(suggestion)
-    assert mode == "--print-env" and config.output_dir == out and (config.skip_first, config.active) == (6, 1)
+    assert mode == "--print-env" and config.output_dir == out, suggestion
+    first, last = config.skip_first + 1, config.skip_first + config.active
+    near = {s["step"] for s in report["job"]["spikes"] if abs(s["step"] - 7) <= 1}
+    assert (first, last) == (min(near), max(near)) and first <= 7 <= last, (suggestion, report["job"]["spikes"])
     launch(suggestion)
     code, again = check_json(out)
     assert code == 0, again["problems"]
     assert len(again["runs"]) == 2 and again["run_id"] != report["run_id"]
     (process,) = again["processes"]
-    assert [(w["first_step"], w["last_step"], w["complete"]) for w in process["windows"]] == [(7, 7, True)]
+    assert [(w["first_step"], w["last_step"], w["complete"]) for w in process["windows"]] == [(first, last, True)]
 
 
 def test_a_suggestion_keeps_the_scenario_and_stages_of_its_run(tmp_path):

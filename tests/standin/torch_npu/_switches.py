@@ -16,8 +16,8 @@ ERROR = "TORCH_NPU_STANDIN_ERROR"
 PARSE_S = "TORCH_NPU_STANDIN_PARSE_S"
 #: Seconds each profiler start takes (default 0): the real one's first start loads its libraries.
 START_S = "TORCH_NPU_STANDIN_START_S"
-#: "1": each recorded step's device also computes, as one kernel, for as long as the stepping thread
-#: ran on a CPU in that step: a rank with more work has more device time, as on an NPU.
+#: "1": each recorded step's device also computes, as one kernel, the FLOPs torch counted in that
+#: step's operators: a rank with more work has more device time, as on an NPU.
 DEVICE_WORK = "TORCH_NPU_STANDIN_DEVICE_WORK"
 #: Megabytes of raw data each window writes (default: a few hundred bytes).
 RAW_MB = "TORCH_NPU_STANDIN_RAW_MB"

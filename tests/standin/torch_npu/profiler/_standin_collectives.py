@@ -26,6 +26,8 @@ import os
 import sys
 from typing import NamedTuple, Optional
 
+from torch_npu import _switches
+
 COMM_FILE = "torch.standin_comm"
 #: gloo's worker-thread range -> HCCL's op type (as in its op names, hcom_{type}_...). HCCL's
 #: barrier is an all-reduce of a small buffer (HcclBarrier), and named so.
@@ -98,12 +100,16 @@ def _sequence(dist) -> Optional[int]:
 
 
 class Capture:
-    """A CPU profile of torch's own under a recording window, only when a process group exists."""
+    """A CPU profile of torch's own under a recording window, where a process group exists or the
+    device computes the job's work ($TORCH_NPU_STANDIN_DEVICE_WORK: then with the operators' FLOPs,
+    ``flops``, as (start in ns since the epoch, FLOPs) for each operator torch counts them for)."""
 
     def __init__(self) -> None:
         self._profile = None
         self._dist = _dist()
-        if self._dist is None:
+        self._work = os.environ.get(_switches.DEVICE_WORK) == "1"
+        self.flops: list[tuple[int, int]] = []
+        if self._dist is None and not self._work:
             return
         try:
             from torch.autograd import profiler as autograd_profiler
@@ -112,11 +118,11 @@ class Capture:
                 return  # a profile of the job's own holds kineto's one session
             config = autograd_profiler.ProfilerConfig(
                 autograd_profiler.ProfilerState.KINETO,
-                True,
-                False,
-                False,
-                False,
-                False,
+                True,  # report_input_shapes
+                False,  # profile_memory
+                False,  # with_stack
+                self._work,  # with_flops
+                False,  # with_modules
                 autograd_profiler._ExperimentalConfig(),
             )
             activities = {autograd_profiler.ProfilerActivity.CPU}
@@ -136,6 +142,10 @@ class Capture:
             return []
         finally:
             self._profile = None
+        if self._work:
+            self.flops = [(int(e.start_ns()), int(e.flops())) for e in events if e.flops() > 0]
+        if dist is None:
+            return []
         issued = sorted((e for e in events if e.name() in C10D_OPS), key=lambda e: e.start_ns())
         worked = sorted((e for e in events if e.name() in GLOO_OPS), key=lambda e: e.start_ns())
         # Each issuing call is paired with the next worker range of its type (gloo runs a group's

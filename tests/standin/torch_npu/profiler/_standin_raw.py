@@ -41,8 +41,17 @@ class Range(NamedTuple):
     end_ns: int
     pid: int
     tid: int
-    #: The stepping thread's time on a CPU in the range (the stand-in's: what its device computes).
+    #: The stepping thread's time on a CPU in the range.
     cpu_ns: int = 0
+    #: The FLOPs torch counted in the range's operators ($TORCH_NPU_STANDIN_DEVICE_WORK): the work
+    #: the stand-in's device computes in that step.
+    flops: int = 0
+
+
+def with_flops(ranges: list[Range], flops: list[tuple[int, int]]) -> list[Range]:
+    """``ranges`` with the FLOPs of the operators that began within each (``flops``: start in ns
+    since the epoch, FLOPs; Capture.flops)."""
+    return [r._replace(flops=sum(n for start, n in flops if r.start_ns <= start < r.end_ns)) for r in ranges]
 
 
 def device_id() -> int:

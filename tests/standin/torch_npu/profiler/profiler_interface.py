@@ -102,9 +102,10 @@ class _ProfInterface:
         self._collectives = collectives.Capture() if self._traces("NPU") else None
 
     def stop_trace(self) -> None:
-        found = self._collectives.stop() if self._collectives is not None else []
-        self._collectives = None
-        raw.stop(self.prof_path, self.ranges, found)
+        capture, self._collectives = self._collectives, None
+        found = capture.stop() if capture is not None else []
+        ranges = raw.with_flops(self.ranges, capture.flops) if capture is not None else self.ranges
+        raw.stop(self.prof_path, ranges, found)
 
     def finalize_trace(self) -> None:
         self._dump_profiler_info()

@@ -145,8 +145,8 @@ class ProfilingParser:
         """``OPERATORS``' kernels, and with $TORCH_NPU_STANDIN_DEVICE_WORK each step's own work."""
         found = files.kernels(spans)
         if os.environ.get(_switches.DEVICE_WORK) == "1":
-            cpu_ns = {int(r.name.split("#")[1]): r.cpu_ns for r in ranges}
-            found = sorted(found + files.work_kernels(spans, cpu_ns), key=lambda kernel: kernel.start_ns)
+            work_ns = {int(r.name.split("#")[1]): files.work_ns(r.flops, r.cpu_ns) for r in ranges}
+            found = sorted(found + files.work_kernels(spans, work_ns), key=lambda kernel: kernel.start_ns)
         return found
 
     def _forked_step(self, name: str, window: Window) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import random
 import re
 import sqlite3
 from typing import NamedTuple, Optional
@@ -91,8 +92,12 @@ STEP_TRACE_TIME_HEADER = STEP_TRACE_TIME_HEADERS["2.14.0"]
 OPERATORS = {"MatMulV2": (4, 812.5), "Add": (8, 96.25), "Cast": (2, 12.0)}
 #: The torch operator that launches each kernel.
 LAUNCHED_BY = {"MatMulV2": "aten::mm", "Add": "aten::add", "Cast": "aten::to", "BatchMatMulV2": "aten::bmm"}
-#: The kernel of a step's own work ($TORCH_NPU_STANDIN_DEVICE_WORK: as long as the stepping thread ran).
+#: The kernel of a step's own work ($TORCH_NPU_STANDIN_DEVICE_WORK): its FLOPs at DEVICE_FLOPS_PER_NS.
 WORK_KERNEL = "BatchMatMulV2"
+#: The stand-in device's rate: 100 GFLOP/s, a CPU core's order, so that its time a step is near the
+#: job's own compute on the CPU (tests/scripts/uneven_ddp.py: 1.6 GFLOP, 16 ms, where its thread ran
+#: 16-17 ms a step unprofiled).
+DEVICE_FLOPS_PER_NS = 100
 #: CANN's timeline process of a device: its pid offset and the stream its kernels run on.
 DEVICE_PID_BASE = 2_000_000
 STREAM = 2
@@ -134,13 +139,23 @@ def kernels(steps: list[Step]) -> list[Kernel]:
     return sorted(found, key=lambda kernel: kernel.start_ns)
 
 
-def work_kernels(steps: list[Step], cpu_ns: dict[int, int]) -> list[Kernel]:
-    """One WORK_KERNEL in each step, from a tenth in, as long as the stepping thread ran on a CPU in
-    that step (``cpu_ns`` by step number), within the step: the device's share of the step's work."""
+def work_ns(flops: int, cpu_ns: int) -> int:
+    """How long the device computes a step's work: its FLOPs at DEVICE_FLOPS_PER_NS, as an NPU's
+    computing follows its kernels' work whoever shares the host's cores. Where torch counted none
+    (no matmul or convolution), the time the stepping thread ran on a CPU, which also holds the host
+    profile's own cost: under a window the stand-in's CPU profile made alike ranks' threads run
+    21-95 ms a step for 16-22 ms of work (2x apart), where their FLOPs were equal. A device's time
+    for the same kernels varies a little from step to step: here by up to 1 % either way."""
+    return round(flops / DEVICE_FLOPS_PER_NS * random.uniform(0.99, 1.01)) if flops > 0 else cpu_ns
+
+
+def work_kernels(steps: list[Step], work: dict[int, int]) -> list[Kernel]:
+    """One WORK_KERNEL in each step, from a tenth in, for the step's work (``work`` by step number, ns:
+    work_ns), within the step: the device's share of the step's work."""
     found = []
     for step in steps:
         start = step.start_ns + (step.end_ns - step.start_ns) // 10
-        dur_ns = min(cpu_ns.get(step.number, 0), step.end_ns - start)
+        dur_ns = min(work.get(step.number, 0), step.end_ns - start)
         if step.number is not None and dur_ns > 0:
             found.append(Kernel(step.number, WORK_KERNEL, start, dur_ns))
     return found
