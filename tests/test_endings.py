@@ -8,14 +8,17 @@ stops stepping inside a window (its end, or DDP's Join with uneven inputs) keeps
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import sys
 
 import pytest
 from answers import check_json, texts
 from compare import profiled_against_bare, sorted_lines
 from jobs import npuprof, script
+from npu_standin import standin_env
 from outputs import read_trace, status_records, step_spans, torch_traces, windows
 
 ENDINGS = script("endings.py")
@@ -130,6 +133,53 @@ def test_a_killed_process_is_told_as_such_with_its_last_known_step(out):
     code, report = check_json(out)
     assert "ended without exit handlers; last known step 9" in report["processes"][0]["ended_note"]
     assert "killed by signal SIGKILL" in result.stderr or "ended without its exit handlers" in result.stderr
+
+
+#: The job is killed (SIGKILL, as the OOM killer sends it) while its window's stop exports it: a
+#: thread of its own sends it once the process's record says the stop began. The parse's pool
+#: worker then waits for its dead parent's next task for ever, as the real one's does: the job's
+#: output goes to /dev/null first, so that the worker holds no pipe of the test's open.
+KILLED_IN_EXPORT = """\
+import glob, os, signal, threading, time, torch
+quiet = os.open(os.devnull, os.O_WRONLY); os.dup2(quiet, 1); os.dup2(quiet, 2)
+def kill_in_export():
+    status = os.path.join(os.environ["NPU_PROF_OUTPUT_DIR"], "npuprof_status", "*.json")
+    while True:
+        for path in glob.glob(status):
+            with open(path) as handle:
+                if "stop_began_ns" in handle.read():
+                    os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.01)
+threading.Thread(target=kill_in_export, daemon=True).start()
+m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)
+for i in range(9):
+    m(torch.ones(4)).sum().backward(); o.step(); o.zero_grad()
+"""
+
+
+def test_a_process_killed_in_its_window_s_export_is_told_so_with_what_it_left(tmp_path):
+    """The stop exports the window in the step after it (the stand-in's parse made to take 30 s): a
+    process killed there is told as killed in that export, the unfinished session directory as what
+    it left (named for it, so not a stranger's trace), and where a SIGKILL's sender is told."""
+    out = str(tmp_path / "out")
+    env = standin_env(str(tmp_path / "calls.jsonl"), TORCH_NPU_STANDIN_PARSE_S="30")
+    schedule = ["--backend", "npu", "--skip-first", "2", "--active", "2", "--output-dir", out]
+    result = npuprof([*schedule, "--", sys.executable, "-c", f"{KILLED_IN_EXPORT}# {out}\n"], env=env)
+    assert result.returncode == 128 + 9, result.stderr
+    (record,) = status_records(out)
+    (window,) = record["windows"]
+    assert record["ended"] is None and isinstance(window["stop_began_ns"], int) and "stop_s" not in window
+    code, report = check_json(out)
+    assert code == 1 and [p["kind"] for p in report["problems"]] == ["window_incomplete"], report["problems"]
+    (session,) = [name for name in os.listdir(out) if name.endswith("_ascend_pt")]
+    text = report["problems"][0]["text"]
+    assert "killed by signal SIGKILL while the profiler stopped its window (steps 3-4) and exported it" in text
+    assert f"the export left 1 unfinished trace: {session}; dmesg says whether" in text, text
+    for pid in filter(str.isdigit, os.listdir("/proc")):  # the orphaned pool worker: its command holds `out`
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if out.encode() in handle.read():
+                    os.kill(int(pid), signal.SIGKILL)
 
 
 #: The job stops its window's aftercare (its own child) for a while, then kills itself: the

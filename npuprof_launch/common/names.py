@@ -161,6 +161,15 @@ def step_times_path(status_file: str) -> str:
     return status_file[: -len(".json")] + STEP_TIMES_SUFFIX
 
 
+def of_worker(trace: str, worker: str) -> bool:
+    """Whether a trace's file or session directory was named for ``worker``: torch's
+    ``{worker}.{time}.pt.trace.json`` (torch_trace_name), torch_npu's ``{worker}_{pid}_{time}_ascend_pt``."""
+    name = os.path.basename(os.path.normpath(trace))
+    return bool(worker) and (
+        name.startswith(worker + ".") or (name.startswith(worker + "_") and name.endswith(ASCEND_DIR_SUFFIX))
+    )
+
+
 def torch_trace_name(worker: str, time_ns: int) -> str:
     """The file name torch's tensorboard_trace_handler would use."""
     return f"{worker}.{time_ns}{TORCH_TRACE_SUFFIX}"

@@ -79,7 +79,9 @@ class StatusRecord(TypedDict):
     #: ([first, last] steps it ran beside; last None while it runs); profiler_steps_from, the
     #: ProfilerStep# number of the window's first traced step (the job's number of that step, or
     #: 0 where the profiler had no counter to set: torch_npu before 2.6.0); start_s, the seconds the
-    #: profiler's start took (its first start in a process loads its libraries).
+    #: profiler's start took (its first start in a process loads its libraries); stop_s, the seconds
+    #: its stop took, the export with it (an async export's parse runs on after it); stop_began_ns
+    #: (ns since the epoch) only while the stop runs: a record that keeps it ended in that stop.
     windows: list[dict]
     schedule_steps: int
     windows_planned: int
@@ -244,6 +246,15 @@ def alive_here(record: Mapping[str, Any]) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def stop_under_way(record: Mapping[str, Any]) -> dict | None:
+    """The window whose stop (its export with it) began and never returned, if any: the process
+    ended in it, or, read while it runs (alive_here), is in it now."""
+    for window in reversed(record.get("windows") or ()):
+        if isinstance(window, dict) and isinstance(window.get("stop_began_ns"), int):
+            return window
+    return None
 
 
 def _copy(value):

@@ -150,6 +150,7 @@ class Session:
         self.windows_before_exec = 0
         self.window: Window | None = None
         self._stepped = 0
+        self._stop_began = 0.0
         self._label = None
         self._thread: threading.Thread | None = None
         #: backends.select's choice, made at the first window (a test may hand one in).
@@ -296,6 +297,8 @@ class Session:
                 if self.window is not None:
                     window = self.window
                     due = window.steps_due(self.steps)
+                    if window.saved_by(self.steps):
+                        self._stop_begins()
                     while self.window is not None and self._stepped < due:
                         self._profiler_step()
                     if self.window is not None and window.saved_by(self.steps):
@@ -467,7 +470,9 @@ class Session:
         profiler, self.window = self.profiler, None
         self.cpu_wait.after_window(self.steps)  # the next steps' time on a CPU: lockstep.py
         self.idle.stop()
+        self._stop_begins()
         self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
+        self._stop_ended()
         if coexist.rpc_agent_running():
             self.note_outcome(outcomes.RPC_AGENT, result["first_step"])
         self._label = held
@@ -479,6 +484,18 @@ class Session:
             self.state = State.DONE if self._upcoming() is None and self._watcher is None else State.WAITING
         self._lifecycle.window_closed()
         self.write_safely()
+
+    def _stop_begins(self) -> None:
+        """The profiler's saving step, or its stop, exports the window (seconds, and memory: a process
+        the OOM killer takes there runs no handler): on record first, so that an end there is told."""
+        if "stop_began_ns" not in self.results[-1]:
+            self.results[-1]["stop_began_ns"], self._stop_began = time.time_ns(), time.perf_counter()
+            self.write_safely()
+
+    def _stop_ended(self) -> None:
+        """The stop returned or failed: its time (``stop_s``) is a cost the user meets, told past 1 s."""
+        if self.results and self.results[-1].pop("stop_began_ns", None) is not None:
+            self.results[-1]["stop_s"] = round(time.perf_counter() - self._stop_began, 3)
 
     def _unfinished(self) -> tuple[str, ...]:
         """The ranges of the open window's step under way, if the process has not finished it
@@ -560,6 +577,7 @@ class Session:
         if profiler is not None and what != "profiler stop":
             with contextlib.suppress(Exception):  # the first failure is reported already
                 profiler.stop()
+        self._stop_ended()
         self._lifecycle.slot.release(self)
         self._lifecycle.window_closed()
         self.write_safely()

@@ -356,16 +356,16 @@ def _spike_group(stage: dict, step: int, items: list[dict]) -> dict:
     }
 
 
-def _slow_starts(processes: list[dict]) -> list[dict]:
-    """The windows whose profiler took PROFILER_START_TOLD_S or more to start, longest first (the
-    record's ``start_s``; none in a record written before it was kept)."""
+def _slow_edges(processes: list[dict], key: str) -> list[dict]:
+    """The windows whose profiler took PROFILER_START_TOLD_S or more to start (``key`` "start_s") or
+    to stop and export ("stop_s"), longest first; none in a record written before they were kept."""
     slow = [
-        {"rank": process.get("rank"), "first_step": window.get("first_step"), "start_s": window["start_s"]}
+        {"rank": process.get("rank"), "first_step": window.get("first_step"), key: window[key]}
         for process in processes
         for window in process.get("windows") or ()
-        if (window.get("start_s") or 0) >= PROFILER_START_TOLD_S
+        if (window.get(key) or 0) >= PROFILER_START_TOLD_S
     ]
-    return sorted(slow, key=lambda one: -one["start_s"])
+    return sorted(slow, key=lambda one: -one[key])
 
 
 def _recorded_spike(timed: list[dict], series: dict, median: float | None) -> dict | None:
@@ -455,11 +455,16 @@ def _tool_steps(
                 f"profiler's start, its other costs in it: {seconds / median:.1f}x the median), is in its trace"
             )
         range_s = [low, high] if low is not None else None
-        slow = _slow_starts(timed)
+        slow, stops = _slow_edges(timed, "start_s"), _slow_edges(timed, "stop_s")
         if slow:
             line += (
                 f"; the profiler's own start took up to {slow[0]['start_s']:.1f} s in "
                 f"{wording.count(len(slow), 'window')} (the first start in a process loads its libraries)"
+            )
+        if stops:
+            line += (
+                f"; its stop, with the export, took up to {stops[0]['stop_s']:.1f} s in "
+                f"{wording.count(len(stops), 'window')} (in the step after the window)"
             )
         notes.append(
             answer.item(
@@ -469,6 +474,7 @@ def _tool_steps(
                 step_s=range_s,
                 median_s=median,
                 profiler_starts=slow[: findings.SPIKES_SHOWN],
+                profiler_stops=stops[: findings.SPIKES_SHOWN],
                 recorded_spike=recorded_spike,
             )
         )

@@ -8,9 +8,10 @@ the words of a warning.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from npuprof_launch.common import outcomes, processlog
-from npuprof_launch.common.record import ReadRecord
+from npuprof_launch.common.record import ReadRecord, stop_under_way
 from npuprof_launch.launcher import wording
 
 #: Why a Python process may not load the hook, for the report's first reason.
@@ -22,12 +23,18 @@ PYTHON_FLAGS_WITHOUT_HOOK = {"-I": "isolated mode", "-E": "ignores PYTHON* varia
 
 
 def why_incomplete(
-    record: ReadRecord, process: dict, run: dict | None, stale: bool, account: dict | None = None
+    record: ReadRecord,
+    process: dict,
+    run: dict | None,
+    stale: bool,
+    account: dict | None = None,
+    left: Sequence[str] = (),
 ) -> str:
     """The true reason a process's windows did not all complete, the most telling first: decided on
     the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning.
     ``account``: how its launcher saw it end (failures.accounts: ``exitcode``), which says more than
-    the command's status (a rank's SIGKILL was told as torchrun's "exited with status 1")."""
+    the command's status (a rank's SIGKILL was told as torchrun's "exited with status 1"). ``left``:
+    what a process that ended in its window's stop left of the export (runs.left_by_stop)."""
     done = f"{process['windows_completed']} of {process['windows_planned']}"
     steps = record.get("steps")
     at = steps + (record.get("step_offset") or 0) if isinstance(steps, int) else steps  # the job's number of it
@@ -46,6 +53,9 @@ def why_incomplete(
         return f"{done} windows completed: {outcomes.sentence(passed[0])}"
     ended = how_the_job_ended(run)
     own = _own_end(account)
+    stopping = stop_under_way(record) if stale else None
+    if stopping is not None:
+        return f"{done} windows completed: " + _ended_in_stop(stopping, own or ended, run, left)
     raised = [outcomes.sentence(outcome) for outcome in outcomes.of_kind(found, outcomes.UNCAUGHT)]
     if cut:
         kept, by, stopped = outcomes.kept_words(cut[-1]), cut[-1].get("by"), _stopped_by(run)
@@ -83,6 +93,26 @@ def why_incomplete(
             f"memory); last known step {at}"
         )
     return wording.ran_short(record, done, steps)
+
+
+def _ended_in_stop(window: dict, how: str | None, run: dict | None, left: Sequence[str]) -> str:
+    """ "the command was killed by signal SIGKILL while the profiler stopped its window (steps 3-4)
+    and exported it (the command ended 1.0 s after the stop began); ...": the stop is where
+    the profiler writes the window out, in the step after it, and a process ended there leaves its
+    export unfinished. Where the end was a SIGKILL, the kernel's log tells whether it was the
+    out-of-memory killer's (an export holds the window's events in memory)."""
+    first, last = window.get("first_step"), window.get("last_step")
+    steps = f"step {first}" if last == first else f"steps {first}-{last}" if last else f"from step {first}"
+    how = how or "it ended without its exit handlers"
+    text = f"{how} while the profiler stopped its window ({steps}) and exported it"
+    end_ns = (run or {}).get("ended_ns")
+    if isinstance(end_ns, int) and end_ns >= window["stop_began_ns"]:
+        text += f" (the command ended {(end_ns - window['stop_began_ns']) / 1e9:.1f} s after the stop began)"
+    if left:
+        text += f"; the export left {wording.count(len(left), 'unfinished trace')}: {', '.join(left[:3])}"
+    if "SIGKILL" in how:
+        text += "; dmesg says whether the kernel's out-of-memory killer sent it"
+    return text
 
 
 def _own_end(account: dict | None) -> str | None:

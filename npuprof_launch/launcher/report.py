@@ -417,7 +417,8 @@ def _process(
         process["ended_note"] = f"ended without exit handlers; last known step {record.get('steps')}"
     if wording.incomplete(process) and not process["errors"]:
         account = (ended or {}).get((record.get("host"), record.get("pid")))
-        why = reasons.why_incomplete(record, process, run, stale, account)
+        left = runs.left_by_stop(output_dir, record) if stale else []
+        why = reasons.why_incomplete(record, process, run, stale, account, left)
         done = {key: process[key] for key in ("windows_completed", "windows_planned")}
         problems.append(_about(record, "window_incomplete", why, **done))
     elif stale:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 
 from npuprof_launch.common import names, options
-from npuprof_launch.common.record import ReadRecord, attempt_of
+from npuprof_launch.common.record import ReadRecord, attempt_of, stop_under_way
 
 
 def listed(records: list[ReadRecord], accounts: dict[str, dict], log: list[dict], output_dir: str) -> list[dict]:
@@ -175,7 +175,28 @@ def untracked_problem(output_dir: str, records: list[ReadRecord]) -> str | None:
 def untracked_traces(output_dir: str, records: list[ReadRecord]) -> list[str]:
     """Traces on disk (torch's Chrome traces, torch_npu's session directories) that no record of any
     run accounts for: a process killed before it wrote its record, or files copied in. The report
-    names them; it cannot say whose they are."""
+    names them; it cannot say whose they are. Those named for a process that ended in its window's
+    stop are its own (left_by_stop), told with it."""
+    known = _listed(records)
+    cut = [record.get("worker") or "" for record in records if stop_under_way(record)]
+    return [
+        rel
+        for rel in _on_disk(output_dir)
+        if os.path.normpath(rel) not in known and not any(names.of_worker(rel, worker) for worker in cut)
+    ]
+
+
+def left_by_stop(output_dir: str, record: ReadRecord) -> list[str]:
+    """What a process that ended in its window's stop (record.stop_under_way) left of that window's
+    export: the traces on disk named for it (names.of_worker) that its record does not list."""
+    if not stop_under_way(record):
+        return []
+    known, worker = _listed([record]), record.get("worker") or ""
+    return [rel for rel in _on_disk(output_dir) if os.path.normpath(rel) not in known and names.of_worker(rel, worker)]
+
+
+def _listed(records: list[ReadRecord]) -> set[str]:
+    """The traces the records list, normalized, each with and without its compression's ``.gz``."""
     known: set[str] = set()
     for record in records:
         rels = list(record.get("traces") or ())
@@ -184,6 +205,11 @@ def untracked_traces(output_dir: str, records: list[ReadRecord]) -> list[str]:
         for rel in rels:
             plain = rel[:-3] if rel.endswith(".gz") else rel
             known.update((os.path.normpath(plain), os.path.normpath(plain + ".gz")))
+    return known
+
+
+def _on_disk(output_dir: str) -> list[str]:
+    """The traces under ``output_dir``, relative to it, sorted; not those of the tool's own folders."""
     found = []
     skipped = {names.STATUS_DIR, names.REQUESTS_DIR, names.HANDOFF_DIR}  # the hand-off: links to known sessions
     for folder, dirs, files in os.walk(output_dir):
@@ -195,7 +221,7 @@ def untracked_traces(output_dir: str, records: list[ReadRecord]) -> list[str]:
         for name in sorted(files):
             if name.endswith(names.TORCH_TRACE_SUFFIXES):
                 found.append(os.path.relpath(os.path.join(folder, name), output_dir))
-    return sorted(rel for rel in found if os.path.normpath(rel) not in known)
+    return sorted(found)
 
 
 def _account_path(output_dir: str, run_id: str) -> str:

@@ -131,11 +131,20 @@ def told_apart(notes: list[dict]) -> str | None:
     told = {kind: f"{n} {TOLD_APART[kind]}" for kind, n in counts.items()}
     line = "steps told apart: " + ", ".join(told.values()) + " (--explain)"
     tools = answer.of_kind(notes, "tool_steps")
-    starts = [one for note in tools for one in note["evidence"].get("profiler_starts") or ()]
-    if starts and "tool_steps" in told:  # a cost the user meets, where the line has room for it
-        told["tool_steps"] += f" (its start: up to {max(one['start_s'] for one in starts):.1f} s)"
-        longer = "steps told apart: " + ", ".join(told.values()) + " (--explain)"
-        line = longer if len(longer) + 2 <= WIDTH else line
+    costs = {}  # costs the user meets (the profiler's start, its stop with the export), where there is room
+    for key, word in (("start", "start"), ("stop", "export")):
+        found = [one[f"{key}_s"] for note in tools for one in note["evidence"].get(f"profiler_{key}s") or ()]
+        if found:
+            costs[word] = f"up to {max(found):.1f} s"
+    if costs and "tool_steps" in told:
+        both = "; ".join(f"{word}: {cost}" for word, cost in costs.items())
+        for shown in [both] * (len(costs) > 1) + [f"its {word}: {cost}" for word, cost in costs.items()]:
+            longer = "steps told apart: " + ", ".join(
+                f"{text} ({shown})" if kind == "tool_steps" else text for kind, text in told.items()
+            )
+            longer += " (--explain)"
+            if len(longer) + 2 <= WIDTH:
+                return longer
     return line
 
 

@@ -146,11 +146,24 @@ def test_the_lines_that_say_how_to_open_the_output_fit_the_width():
         assert len(f"{summary.names.VOICE} {line}") <= summary.WIDTH, line
 
 
-def test_a_profiler_start_is_told_past_a_second_and_only_where_the_line_has_room():
+def test_a_profiler_start_and_stop_are_told_past_a_second_and_only_where_the_line_has_room():
     from npuprof_launch.launcher import jobview
 
-    windows = [{"first_step": 3, "start_s": 0.9}, {"first_step": 9, "start_s": 2.46}, {"first_step": 15}]
-    assert jobview._slow_starts([{"rank": 1, "windows": windows}]) == [{"rank": 1, "first_step": 9, "start_s": 2.46}]
+    windows = [{"first_step": 3, "start_s": 0.9}, {"first_step": 9, "start_s": 2.46, "stop_s": 1.0}, {"first_step": 15}]
+    assert jobview._slow_edges([{"rank": 1, "windows": windows}], "start_s") == [
+        {"rank": 1, "first_step": 9, "start_s": 2.46}
+    ]
+    assert jobview._slow_edges([{"rank": 1, "windows": windows}], "stop_s") == [
+        {"rank": 1, "first_step": 9, "stop_s": 1.0}
+    ]
+    stop = answer.item("tool_steps", "steps 3-5", steps=[3, 4, 5], profiler_stops=[{"stop_s": 1.04}])
+    assert summary.told_apart([stop]) == "steps told apart: 3 profiler (its export: up to 1.0 s) (--explain)"
+    both = answer.item(
+        "tool_steps", "steps 3-5", steps=[3, 4, 5], profiler_starts=[{"start_s": 2.46}], profiler_stops=[{"stop_s": 1}]
+    )
+    assert summary.told_apart([both]) == (
+        "steps told apart: 3 profiler (start: up to 2.5 s; export: up to 1.0 s) (--explain)"
+    )
     note = answer.item("tool_steps", "steps 3-5", steps=[3, 4, 5], profiler_starts=[{"start_s": 2.46}])
     assert summary.told_apart([note]) == "steps told apart: 3 profiler (its start: up to 2.5 s) (--explain)"
     quiet = answer.item("tool_steps", "steps 3-5", steps=[3, 4, 5], profiler_starts=[])

@@ -143,6 +143,7 @@ def test_a_window_starts_before_its_first_step_and_saves_after_its_last(tmp_path
     steps(made, 2)
     assert backend.calls[2:] == [("step", 1), ("step", 2), ("stop", 2)]
     assert made.results[0].pop("start_s") >= 0.0  # the profiler's start, timed (a cost told past a second)
+    assert made.results[0].pop("stop_s") >= 0.0 and "stop_began_ns" not in made.results[0]  # its stop too
     assert made.results == [
         {
             "first_step": 3,
@@ -193,6 +194,7 @@ def test_a_window_cut_short_keeps_its_whole_steps(tmp_path):
     steps(made, 4)
     made.flush("SIGTERM")
     assert made.results[0].pop("start_s") >= 0.0
+    made.results[0].pop("stop_s", None)
     assert made.results[0] == {
         "first_step": 2,
         "last_step": 4,
