@@ -8,7 +8,6 @@ stops stepping inside a window (its end, or DDP's Join with uneven inputs) keeps
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
@@ -160,7 +159,8 @@ for i in range(9):
 def test_a_process_killed_in_its_window_s_export_is_told_so_with_what_it_left(tmp_path):
     """The stop exports the window in the step after it (the stand-in's parse made to take 30 s): a
     process killed there is told as killed in that export, the unfinished session directory as what
-    it left (named for it, so not a stranger's trace), and where a SIGKILL's sender is told."""
+    it left (named for it, so not a stranger's trace), the parse's pool worker it left running with
+    the command that ends it, and where a SIGKILL's sender is told."""
     out = str(tmp_path / "out")
     env = standin_env(str(tmp_path / "calls.jsonl"), TORCH_NPU_STANDIN_PARSE_S="30")
     schedule = ["--backend", "npu", "--skip-first", "2", "--active", "2", "--output-dir", out]
@@ -174,12 +174,12 @@ def test_a_process_killed_in_its_window_s_export_is_told_so_with_what_it_left(tm
     (session,) = [name for name in os.listdir(out) if name.endswith("_ascend_pt")]
     text = report["problems"][0]["text"]
     assert "killed by signal SIGKILL while the profiler stopped its window (steps 3-4) and exported it" in text
-    assert f"the export left 1 unfinished trace: {session}; dmesg says whether" in text, text
-    for pid in filter(str.isdigit, os.listdir("/proc")):  # the orphaned pool worker: its command holds `out`
-        with contextlib.suppress(OSError):
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                if out.encode() in handle.read():
-                    os.kill(int(pid), signal.SIGKILL)
+    assert f"the export left 1 unfinished trace: {session}; it left running 1 process" in text, text
+    assert text.endswith("; dmesg says whether the kernel's out-of-memory killer sent it"), text
+    (worker,) = re.findall(r"it forked in that stop, pid (\d+) \(torch_npu's parse workers: .*\): kill \1;", text)
+    with open(f"/proc/{worker}/cmdline", "rb") as handle:  # the job's fork: its command
+        assert out.encode() in handle.read()
+    os.kill(int(worker), signal.SIGKILL)  # as the answer says
 
 
 #: The job stops its window's aftercare (its own child) for a while, then kills itself: the

@@ -29,12 +29,14 @@ def why_incomplete(
     stale: bool,
     account: dict | None = None,
     left: Sequence[str] = (),
+    forked: Sequence[int] = (),
 ) -> str:
     """The true reason a process's windows did not all complete, the most telling first: decided on
     the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning.
     ``account``: how its launcher saw it end (failures.accounts: ``exitcode``), which says more than
-    the command's status (a rank's SIGKILL was told as torchrun's "exited with status 1"). ``left``:
-    what a process that ended in its window's stop left of the export (runs.left_by_stop)."""
+    the command's status (a rank's SIGKILL was told as torchrun's "exited with status 1"). ``left``
+    and ``forked``: what a process that ended in its window's stop left of the export
+    (runs.left_by_stop) and running (leftovers.forked_in_stop)."""
     done = f"{process['windows_completed']} of {process['windows_planned']}"
     steps = record.get("steps")
     at = steps + (record.get("step_offset") or 0) if isinstance(steps, int) else steps  # the job's number of it
@@ -55,7 +57,8 @@ def why_incomplete(
     own = _own_end(account)
     stopping = stop_under_way(record) if stale else None
     if stopping is not None:
-        return f"{done} windows completed: " + _ended_in_stop(stopping, own or ended, run, left)
+        said = _ended_in_stop(stopping, own or ended, run, left, _forked_words(forked, record.get("backend")))
+        return f"{done} windows completed: {said}"
     raised = [outcomes.sentence(outcome) for outcome in outcomes.of_kind(found, outcomes.UNCAUGHT)]
     if cut:
         kept, by, stopped = outcomes.kept_words(cut[-1]), cut[-1].get("by"), _stopped_by(run)
@@ -95,7 +98,7 @@ def why_incomplete(
     return wording.ran_short(record, done, steps)
 
 
-def _ended_in_stop(window: dict, how: str | None, run: dict | None, left: Sequence[str]) -> str:
+def _ended_in_stop(window: dict, how: str | None, run: dict | None, left: Sequence[str], running: str) -> str:
     """ "the command was killed by signal SIGKILL while the profiler stopped its window (steps 3-4)
     and exported it (the command ended 1.0 s after the stop began); ...": the stop is where
     the profiler writes the window out, in the step after it, and a process ended there leaves its
@@ -110,9 +113,25 @@ def _ended_in_stop(window: dict, how: str | None, run: dict | None, left: Sequen
         text += f" (the command ended {(end_ns - window['stop_began_ns']) / 1e9:.1f} s after the stop began)"
     if left:
         text += f"; the export left {wording.count(len(left), 'unfinished trace')}: {', '.join(left[:3])}"
+    text += running
     if "SIGKILL" in how:
         text += "; dmesg says whether the kernel's out-of-memory killer sent it"
     return text
+
+
+def _forked_words(forked: Sequence[int], backend: str | None) -> str:
+    """ "; it left running 1 process it forked in that stop, pid 8266 (...): kill 8266", or "" (the
+    processes: leftovers.forked_in_stop)."""
+    if not forked:
+        return ""
+    pids = " ".join(str(pid) for pid in forked)
+    what = wording.count(len(forked), "process")
+    why = (
+        " (torch_npu's parse workers: each waits for its dead parent for ever, the job's output held open)"
+        if backend == "npu"
+        else ""
+    )
+    return f"; it left running {what} it forked in that stop, pid {', '.join(map(str, forked))}{why}: kill {pids}"
 
 
 def _own_end(account: dict | None) -> str | None:

@@ -25,6 +25,7 @@ from npuprof_launch.launcher import (
     handoff,
     jobview,
     launch,
+    leftovers,
     lockstep,
     nextruns,
     onslowdown,
@@ -418,7 +419,8 @@ def _process(
     if wording.incomplete(process) and not process["errors"]:
         account = (ended or {}).get((record.get("host"), record.get("pid")))
         left = runs.left_by_stop(output_dir, record) if stale else []
-        why = reasons.why_incomplete(record, process, run, stale, account, left)
+        forked = leftovers.forked_in_stop(record, output_dir) if stale else []
+        why = reasons.why_incomplete(record, process, run, stale, account, left, forked)
         done = {key: process[key] for key in ("windows_completed", "windows_planned")}
         problems.append(_about(record, "window_incomplete", why, **done))
     elif stale:
