@@ -135,20 +135,17 @@ def test_a_killed_process_is_told_as_such_with_its_last_known_step(out):
 
 
 #: The job is killed (SIGKILL, as the OOM killer sends it) while its window's stop exports it: a
-#: thread of its own sends it once the process's record says the stop began. The parse's pool
-#: worker then waits for its dead parent's next task for ever, as the real one's does: the job's
-#: output goes to /dev/null first, so that the worker holds no pipe of the test's open.
+#: thread of its own sends it once the export's parse has begun in its pool worker (the worker's
+#: log is there). The worker then waits for its dead parent's next task for ever, as the real one's
+#: does: the job's output goes to /dev/null first, so that the worker holds no pipe of the test's.
 KILLED_IN_EXPORT = """\
 import glob, os, signal, threading, time, torch
 quiet = os.open(os.devnull, os.O_WRONLY); os.dup2(quiet, 1); os.dup2(quiet, 2)
 def kill_in_export():
-    status = os.path.join(os.environ["NPU_PROF_OUTPUT_DIR"], "npuprof_status", "*.json")
-    while True:
-        for path in glob.glob(status):
-            with open(path) as handle:
-                if "stop_began_ns" in handle.read():
-                    os.kill(os.getpid(), signal.SIGKILL)
+    parsing = os.path.join(os.environ["NPU_PROF_OUTPUT_DIR"], "*_ascend_pt", "logs", "*_ProfilingParser.log")
+    while not glob.glob(parsing):
         time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGKILL)
 threading.Thread(target=kill_in_export, daemon=True).start()
 m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)
 for i in range(9):

@@ -150,7 +150,7 @@ class Session:
         self.windows_before_exec = 0
         self.window: Window | None = None
         self._stepped = 0
-        self._stop_began = 0.0
+        self._stop_began, self._stopping = 0.0, 0  # when the window's stop began; the stops under way
         self._label = None
         self._thread: threading.Thread | None = None
         #: backends.select's choice, made at the first window (a test may hand one in).
@@ -296,14 +296,17 @@ class Session:
             while True:
                 if self.window is not None:
                     window = self.window
-                    due = window.steps_due(self.steps)
-                    if window.saved_by(self.steps):
+                    due, saving = window.steps_due(self.steps), window.saved_by(self.steps)
+                    if saving:  # the profiler's last step saves: its stop
                         self._stop_begins()
                     while self.window is not None and self._stepped < due:
                         self._profiler_step()
-                    if self.window is not None and window.saved_by(self.steps):
+                    self._stopping -= saving
+                    if self.window is not None and saving:
                         self._close_window(complete=True)
                         continue
+                    if saving:  # closed within the stop (a signal's handler, a failure): the stop is over
+                        self._stop_ended()
                     break
                 upcoming = self._upcoming()
                 if not may_start or upcoming is None or self.steps + 1 < upcoming.first:
@@ -470,9 +473,12 @@ class Session:
         profiler, self.window = self.profiler, None
         self.cpu_wait.after_window(self.steps)  # the next steps' time on a CPU: lockstep.py
         self.idle.stop()
+        nested = self._stopping > 0  # a signal's handler closes it within the stop: that stop goes on
         self._stop_begins()
         self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
-        self._stop_ended()
+        self._stopping -= 1
+        if not nested:
+            self._stop_ended()
         if coexist.rpc_agent_running():
             self.note_outcome(outcomes.RPC_AGENT, result["first_step"])
         self._label = held
@@ -488,6 +494,7 @@ class Session:
     def _stop_begins(self) -> None:
         """The profiler's saving step, or its stop, exports the window (seconds, and memory: a process
         the OOM killer takes there runs no handler): on record first, so that an end there is told."""
+        self._stopping += 1  # until its caller's stop returns (_close_window: a stop within a stop)
         if "stop_began_ns" not in self.results[-1]:
             self.results[-1]["stop_began_ns"], self._stop_began = time.time_ns(), time.perf_counter()
             self.write_safely()

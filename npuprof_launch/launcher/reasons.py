@@ -55,7 +55,7 @@ def why_incomplete(
         return f"{done} windows completed: {outcomes.sentence(passed[0])}"
     ended = how_the_job_ended(run)
     own = _own_end(account)
-    stopping = stop_under_way(record) if stale else None
+    stopping = stop_under_way(record) if stale or record.get("ended") else None  # it ended in that stop
     if stopping is not None:
         said = _ended_in_stop(stopping, own or ended, run, left, _forked_words(forked, record.get("backend")))
         return f"{done} windows completed: {said}"

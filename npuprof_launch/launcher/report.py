@@ -418,8 +418,9 @@ def _process(
         process["ended_note"] = f"ended without exit handlers; last known step {record.get('steps')}"
     if wording.incomplete(process) and not process["errors"]:
         account = (ended or {}).get((record.get("host"), record.get("pid")))
-        left = runs.left_by_stop(output_dir, record) if stale else []
-        forked = leftovers.forked_in_stop(record, output_dir) if stale else []
+        over = stale or record.get("ended") is not None  # not read mid-run: a stop under way is where it ended
+        left = runs.left_by_stop(output_dir, record) if over else []
+        forked = leftovers.forked_in_stop(record, output_dir) if over else []
         why = reasons.why_incomplete(record, process, run, stale, account, left, forked)
         done = {key: process[key] for key in ("windows_completed", "windows_planned")}
         problems.append(_about(record, "window_incomplete", why, **done))

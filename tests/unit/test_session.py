@@ -368,3 +368,39 @@ def test_a_mark_too_short_to_hold_a_count_reads_as_none(tmp_path):
     with open(stepmark.path_of(status), "wb") as file:
         file.write(b"\x01\x02")
     assert stepmark.read(status) is None
+
+
+class EndingBackend(Backend):
+    """Its export runs ``within`` first: a signal's handler that comes while the stop exports."""
+
+    def __init__(self, within) -> None:
+        super().__init__()
+        self.within = within
+
+    def export(self, prof, output_dir, worker):
+        self.within()
+        return super().export(prof, output_dir, worker)
+
+
+def test_a_window_closed_by_a_signal_s_handler_within_its_stop_keeps_the_stop_on_record(tmp_path):
+    """SIGTERM's handler flushes the window while the stop exports it: where the process ends there,
+    its last record still says the stop was under way (the answer tells it ended in that stop, not a
+    partial trace it never finished); where the job's own handler lets it go on, the stop ends as
+    any does, with its time."""
+    made, _ = session(tmp_path, **{"skip-first": 2, "active": 2})
+    seen: list[dict] = []
+
+    def ends_there() -> None:
+        made.end(record.ENDED_SIGNAL)
+        seen.append(made.to_record())
+
+    made.backend = EndingBackend(ends_there)
+    steps(made, 4)
+    (last,) = seen
+    assert isinstance(last["windows"][0]["stop_began_ns"], int) and "stop_s" not in last["windows"][0]
+
+    made, _ = session(tmp_path / "on", **{"skip-first": 2, "active": 2})
+    made.backend = EndingBackend(lambda: made.flush("SIGTERM"))
+    steps(made, 5)
+    (window,) = made.results
+    assert "stop_began_ns" not in window and window["stop_s"] >= 0.0
