@@ -3,7 +3,8 @@
 Real jobs under the real launcher (a 2-rank gloo job under torchrun, one process alone), with a
 threshold of 2 s: each test waits for the launcher's own line, never for a fixed time. A rank
 stops in a sleep (examples/stuck.py), in a data loader whose worker never returns, or at a
-barrier the other never reaches (tests/scripts/stuck_ways.py).
+barrier the other never reaches (tests/scripts/stuck_ways.py); the profiler's own stop, a long
+export (the torch_npu stand-in's), is none of these.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import sys
 import threading
 
 from answers import answer_json, check_json
-from jobs import PYTHON, ROOT, assert_ok, clean_env, npuprof
+from jobs import PYTHON, ROOT, assert_ok, clean_env, npuprof, script
+from npu_standin import standin_env
 from outputs import status_records
 
 STUCK = os.path.join(ROOT, "examples", "stuck.py")
@@ -206,3 +208,25 @@ def test_a_rank_at_a_barrier_the_other_never_reaches_is_told_with_where_the_othe
         ([0], "time.sleep", ELSEWHERE_AT),
         ([1], "barrier", BARRIER_AT),
     ], "the rank outside the collective first: the one the barrier waits for"
+
+
+def test_the_profiler_s_own_stop_is_told_as_such_and_is_no_pause_of_the_job(tmp_path):
+    """The stop exports the window inside the step after it (torch_npu parses there: minutes for a
+    large window; the stand-in's parse made to take 10 s): the process stops stepping, and that is
+    the tool's, not the job's. Told while it lasts as the profiler's stop, with what makes it
+    shorter; at the end no pause and no stall, and the stop's cost with the tool's steps."""
+    out = str(tmp_path / "out")
+    env = standin_env(str(tmp_path / "calls.jsonl"), TORCH_NPU_STANDIN_PARSE_S="10")
+    job = [PYTHON, script("train_loop.py"), "--steps", "8"]
+    flags = ["--backend", "npu", "--hang-after", "2", "--skip-first", "2", "--active", "2", "--output-dir", out]
+    result = npuprof([*flags, "--", *job], env=env)
+    assert_ok(result)
+    told = "the profiler has been stopping and exporting its window (steps 3-4) for at least "
+    assert told in result.stderr and "--async-mode parses beside the job" in result.stderr, result.stderr
+    _, report = check_json(out)
+    assert report["job"]["stalls"] == [] and report["job"]["pauses"] == [], report["job"]
+    assert not [item for item in report["findings"] if item["kind"] in ("pause", "stall")]
+    (record,) = status_records(out)
+    assert record["pauses"] and record["windows"][0]["stop_s"] >= 10.0, record["pauses"]
+    (note,) = [n for n in report["notes"] if n["kind"] == "tool_steps"]
+    assert note["evidence"]["profiler_stops"][0]["stop_s"] >= 10.0

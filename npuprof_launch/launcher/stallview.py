@@ -7,6 +7,12 @@ by then. So the dumps past the last pause are a stall that never ended: the proc
 or was when it was stopped or killed. Ranks are grouped by where their main thread is
 (common/stalls.py), the odd one out first.
 
+The profiler's own stop is none of these: it exports the window in the step after it, minutes for
+a large window parsed inside that step (torch_npu's default, sync), and the job waits. A pause the
+window's stop takes up (its ``stop_s``) is left out (its cost is told with the tool's steps), and a
+process that stops stepping while a stop is under way (its record's ``stop_began_ns``) is told as
+in that stop, with what makes it shorter.
+
 Used twice: at the end (``job["stalls"]`` and ``job["pauses"]`` of the report, its summary and
 page) and while the job runs (``Watcher``, a thread of the launcher that reads the status folder
 every few seconds and says once, then rarely, that the job stopped stepping).
@@ -40,6 +46,8 @@ def of_process(rec: ReadRecord, output_dir: str) -> tuple[dict | None, list[dict
     for pause in rec.get("pauses") or ():
         mine = dumps[covered : pause.get("dumps", covered)]
         covered = max(covered, pause.get("dumps", covered))
+        if _the_stop_s(rec, pause) >= pause["seconds"] - (watch.get("after_s") or 0):
+            continue  # the profiler's stop took it up: not the job's
         place = stalls.where(stalls.main_frames(mine[-1], main)) if mine else {"call": None, "at": None, "frames": []}
         pauses.append({**base, **pause, "where": place})
     uncovered = dumps[covered:]
@@ -54,7 +62,19 @@ def of_process(rec: ReadRecord, output_dir: str) -> tuple[dict | None, list[dict
         "step_exact": rec.get("ended") is not None or bool(rec.get("marked")),
         "where": stalls.where(stalls.main_frames(uncovered[-1], main)),
     }
+    stopping = record.stop_under_way(rec)
+    if stopping is not None:
+        steps = [stopping.get("first_step"), stopping.get("last_step")]
+        stuck["in_stop"] = {"steps": steps, "npu": rec.get("backend") == "npu"}
     return stuck, pauses
+
+
+def _the_stop_s(rec: ReadRecord, pause: dict) -> float:
+    """How long the stop of a window that ended at the pause's step took (0 where none did): the
+    stop runs in the step after the window's last, the step the pause held."""
+    offset = rec.get("step_offset") or 0
+    ended_there = [w for w in rec.get("windows") or () if (w.get("last_step") or 0) - offset == pause["step"]]
+    return max((w.get("stop_s") or 0.0 for w in ended_there), default=0.0)
 
 
 def summarize(records: list[ReadRecord], output_dir: str) -> tuple[list[dict], list[dict]]:
@@ -69,8 +89,10 @@ def summarize(records: list[ReadRecord], output_dir: str) -> tuple[list[dict], l
     stall_groups = []
     if stuck:
         groups = stalls.group(stuck)
+        in_stop = [item["in_stop"] for item in stuck if item.get("in_stop")]
         stall_groups.append(
             {
+                "in_stop": in_stop[0] if len(in_stop) == len(stuck) else None,  # every one in its window's stop
                 "since_step": min(item.get("steps") or 0 for item in stuck),
                 "step_exact": all(item["step_exact"] for item in stuck),
                 "at_least_s": max(item["at_least_s"] for item in stuck),
@@ -117,6 +139,16 @@ def where_text(groups: list[dict]) -> str:
 def stall_line(stall: dict) -> str:
     who = _who(stall)
     step = ("after step " if stall.get("step_exact") else "last recorded step ") + str(stall["since_step"])
+    if stall.get("in_stop"):
+        first, last = stall["in_stop"]["steps"]
+        steps = f"step {first}" if first == last else f"steps {first}-{last}"
+        line = (
+            f"the profiler has been stopping and exporting its window ({steps}) for at least "
+            f"{stall['at_least_s']:.0f} s on {who} ({step}), in the step after the window"
+        )
+        if stall["in_stop"]["npu"]:  # torch_npu parses there unless told otherwise
+            line += ": --async-mode parses beside the job, --no-analyse later (--analyse DIR)"
+        return line
     return f"no step for at least {stall['at_least_s']:.0f} s on {who} ({step}): {where_text(stall['groups'])}"
 
 

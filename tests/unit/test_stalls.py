@@ -123,3 +123,25 @@ def test_a_fork_and_the_jobs_own_timer_are_safe(tmp_path):
         timeout=120,
     )
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_a_pause_the_window_s_stop_took_up_is_the_tool_s_and_a_stall_in_a_stop_is_told_as_one():
+    from npuprof_launch.launcher import stallview
+
+    rec = {"step_offset": 10, "windows": [{"first_step": 13, "last_step": 14, "stop_s": 9.5}]}
+    assert stallview._the_stop_s(rec, {"step": 4, "seconds": 10.0}) == 9.5  # step 14 of the job: 4 of the process
+    assert stallview._the_stop_s(rec, {"step": 5, "seconds": 10.0}) == 0.0
+    stall = {
+        "ranks": [1],
+        "processes": 1,
+        "since_step": 4,
+        "step_exact": True,
+        "at_least_s": 31.0,
+        "groups": [],
+        "in_stop": {"steps": [3, 4], "npu": False},
+    }
+    line = stallview.stall_line(stall)
+    assert line.startswith("the profiler has been stopping and exporting its window (steps 3-4) for at least 31 s")
+    assert "--async-mode" not in line, "torch's export has no such option"
+    on_npu = {**stall, "in_stop": {"steps": [3, 4], "npu": True}}
+    assert "--async-mode parses beside the job" in stallview.stall_line(on_npu)
