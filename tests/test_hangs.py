@@ -16,7 +16,7 @@ import sys
 import threading
 
 from answers import answer_json, check_json
-from jobs import PYTHON, ROOT, assert_ok, clean_env, npuprof, script
+from jobs import PYTHON, ROOT, assert_ok, clean_env, npuprof
 from npu_standin import standin_env
 from outputs import status_records
 
@@ -210,23 +210,43 @@ def test_a_rank_at_a_barrier_the_other_never_reaches_is_told_with_where_the_othe
     ], "the rank outside the collective first: the one the barrier waits for"
 
 
+#: A 2-rank DDP job whose rank 0's export takes 10 s (the stand-in's parse), rank 1's none.
+EXPORTS_UNEVENLY = """\
+import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+os.environ["TORCH_NPU_STANDIN_PARSE_S"] = "10" if dist.get_rank() == 0 else "0"
+m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1)); o = torch.optim.SGD(m.parameters(), lr=0.1)
+for i in range(8):
+    m(torch.ones(4)).sum().backward(); o.step(); o.zero_grad(); time.sleep(0.02)
+dist.destroy_process_group()
+"""
+
+
 def test_the_profiler_s_own_stop_is_told_as_such_and_is_no_pause_of_the_job(tmp_path):
     """The stop exports the window inside the step after it (torch_npu parses there: minutes for a
-    large window; the stand-in's parse made to take 10 s): the process stops stepping, and that is
-    the tool's, not the job's. Told while it lasts as the profiler's stop, with what makes it
-    shorter; at the end no pause and no stall, and the stop's cost with the tool's steps."""
+    large window; the stand-in's parse on rank 0 made to take 10 s): rank 0 stops stepping, and rank
+    1 waits for it in lockstep; that is the tool's, not the job's. Told while it lasts as the
+    profiler's stop with the rank waiting for it, and what makes it shorter; at the end no pause and
+    no stall on either rank, and the stop's cost with the tool's steps."""
     out = str(tmp_path / "out")
-    env = standin_env(str(tmp_path / "calls.jsonl"), TORCH_NPU_STANDIN_PARSE_S="10")
-    job = [PYTHON, script("train_loop.py"), "--steps", "8"]
+    job = tmp_path / "exports_unevenly.py"
+    job.write_text(EXPORTS_UNEVENLY)
+    env = standin_env(str(tmp_path / "calls.jsonl"))
     flags = ["--backend", "npu", "--hang-after", "2", "--skip-first", "2", "--active", "2", "--output-dir", out]
-    result = npuprof([*flags, "--", *job], env=env)
+    result = npuprof([*flags, "--", *TORCHRUN, str(job)], env=env)
     assert_ok(result)
     told = "the profiler has been stopping and exporting its window (steps 3-4) for at least "
     assert told in result.stderr and "--async-mode parses beside the job" in result.stderr, result.stderr
+    assert "on rank 0 (after step 4), in the step after the window; rank 1 waiting for it" in result.stderr
     _, report = check_json(out)
     assert report["job"]["stalls"] == [] and report["job"]["pauses"] == [], report["job"]
     assert not [item for item in report["findings"] if item["kind"] in ("pause", "stall")]
-    (record,) = status_records(out)
-    assert record["pauses"] and record["windows"][0]["stop_s"] >= 10.0, record["pauses"]
+    records = {record["rank"]: record for record in status_records(out)}
+    assert records[0]["pauses"] and records[1]["pauses"], "each rank's watch saw the pause: the answer tells whose"
+    assert records[0]["windows"][0]["stop_s"] >= 10.0 > records[1]["windows"][0]["stop_s"]
     (note,) = [n for n in report["notes"] if n["kind"] == "tool_steps"]
-    assert note["evidence"]["profiler_stops"][0]["stop_s"] >= 10.0
+    assert note["evidence"]["profiler_stops"][0] == {
+        "rank": 0,
+        "first_step": 3,
+        "stop_s": records[0]["windows"][0]["stop_s"],
+    }

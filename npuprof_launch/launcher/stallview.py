@@ -32,8 +32,12 @@ from npuprof_launch.launcher import answer, launch, wording
 WATCH_EVERY_S = 2.0
 
 
-def of_process(rec: ReadRecord, output_dir: str) -> tuple[dict | None, list[dict]]:
-    """One record's stall (its uncovered dumps, or None) and its pauses, each with where it was."""
+def of_process(
+    rec: ReadRecord, output_dir: str, stops: dict[int, float] | None = None
+) -> tuple[dict | None, list[dict]]:
+    """One record's stall (its uncovered dumps, or None) and its pauses, each with where it was.
+    ``stops``: the longest window stop at each step of the job (stops_by_step, over every process:
+    in lockstep the others wait for a rank's stop); its own, where not given."""
     watch = rec.get("hang_watch") or {}
     if not watch.get("stacks"):
         return None, []
@@ -46,8 +50,11 @@ def of_process(rec: ReadRecord, output_dir: str) -> tuple[dict | None, list[dict
     for pause in rec.get("pauses") or ():
         mine = dumps[covered : pause.get("dumps", covered)]
         covered = max(covered, pause.get("dumps", covered))
-        if _the_stop_s(rec, pause) >= pause["seconds"] - (watch.get("after_s") or 0):
-            continue  # the profiler's stop took it up: not the job's
+        at = pause["step"] + (rec.get("step_offset") or 0)
+        if (stops if stops is not None else stops_by_step([rec])).get(at, 0.0) >= pause["seconds"] - (
+            watch.get("after_s") or 0
+        ):
+            continue  # the profiler's stop took it up, here or on a rank this one waited for: not the job's
         place = stalls.where(stalls.main_frames(mine[-1], main)) if mine else {"call": None, "at": None, "frames": []}
         pauses.append({**base, **pause, "where": place})
     uncovered = dumps[covered:]
@@ -69,30 +76,38 @@ def of_process(rec: ReadRecord, output_dir: str) -> tuple[dict | None, list[dict
     return stuck, pauses
 
 
-def _the_stop_s(rec: ReadRecord, pause: dict) -> float:
-    """How long the stop of a window that ended at the pause's step took (0 where none did): the
-    stop runs in the step after the window's last, the step the pause held."""
-    offset = rec.get("step_offset") or 0
-    ended_there = [w for w in rec.get("windows") or () if (w.get("last_step") or 0) - offset == pause["step"]]
-    return max((w.get("stop_s") or 0.0 for w in ended_there), default=0.0)
+def stops_by_step(records: list[ReadRecord]) -> dict[int, float]:
+    """The longest stop of a window at each step of the job (its last step: the stop runs in the
+    step after it, the step a pause after that one held), from the windows' ``stop_s``."""
+    found: dict[int, float] = {}
+    for rec in records:
+        for window in rec.get("windows") or ():
+            step, seconds = window.get("last_step"), window.get("stop_s")
+            if isinstance(step, int) and seconds:
+                found[step] = max(found.get(step, 0.0), seconds)
+    return found
 
 
 def summarize(records: list[ReadRecord], output_dir: str) -> tuple[list[dict], list[dict]]:
     """The report's ``stalls`` (ranks grouped by where they are stuck, the odd one out first) and
     ``pauses`` (grouped by step: a pause in lockstep holds every rank)."""
     stuck, paused = [], []
+    stops = stops_by_step(records)
     for rec in records:
-        found, pauses = of_process(rec, output_dir)
+        found, pauses = of_process(rec, output_dir, stops)
         if found:
             stuck.append(found)
         paused.extend(pauses)
     stall_groups = []
     if stuck:
         groups = stalls.group(stuck)
-        in_stop = [item["in_stop"] for item in stuck if item.get("in_stop")]
+        in_stop = [{**item["in_stop"], "rank": item.get("rank")} for item in stuck if item.get("in_stop")]
         stall_groups.append(
             {
-                "in_stop": in_stop[0] if len(in_stop) == len(stuck) else None,  # every one in its window's stop
+                # a process in its window's stop: the others stuck with it wait for it, in lockstep
+                "in_stop": {**in_stop[0], "ranks": sorted(one["rank"] for one in in_stop if one["rank"] is not None)}
+                if in_stop
+                else None,
                 "since_step": min(item.get("steps") or 0 for item in stuck),
                 "step_exact": all(item["step_exact"] for item in stuck),
                 "at_least_s": max(item["at_least_s"] for item in stuck),
@@ -142,10 +157,17 @@ def stall_line(stall: dict) -> str:
     if stall.get("in_stop"):
         first, last = stall["in_stop"]["steps"]
         steps = f"step {first}" if first == last else f"steps {first}-{last}"
+        stopping, others = (
+            stall["in_stop"].get("ranks") or [],
+            [r for r in stall["ranks"] if r not in stall["in_stop"].get("ranks", ())],
+        )
         line = (
             f"the profiler has been stopping and exporting its window ({steps}) for at least "
-            f"{stall['at_least_s']:.0f} s on {who} ({step}), in the step after the window"
+            f"{stall['at_least_s']:.0f} s on {wording.who(stopping) if stopping and others else who} ({step}), "
+            "in the step after the window"
         )
+        if others:
+            line += f"; {wording.who(others)} waiting for it"
         if stall["in_stop"]["npu"]:  # torch_npu parses there unless told otherwise
             line += ": --async-mode parses beside the job, --no-analyse later (--analyse DIR)"
         return line

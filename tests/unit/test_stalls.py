@@ -128,9 +128,21 @@ def test_a_fork_and_the_jobs_own_timer_are_safe(tmp_path):
 def test_a_pause_the_window_s_stop_took_up_is_the_tool_s_and_a_stall_in_a_stop_is_told_as_one():
     from npuprof_launch.launcher import stallview
 
-    rec = {"step_offset": 10, "windows": [{"first_step": 13, "last_step": 14, "stop_s": 9.5}]}
-    assert stallview._the_stop_s(rec, {"step": 4, "seconds": 10.0}) == 9.5  # step 14 of the job: 4 of the process
-    assert stallview._the_stop_s(rec, {"step": 5, "seconds": 10.0}) == 0.0
+    stopped = {"windows": [{"first_step": 13, "last_step": 14, "stop_s": 9.5}]}
+    waited = {"windows": [{"first_step": 13, "last_step": 14, "stop_s": 0.2}]}
+    assert stallview.stops_by_step([stopped, waited]) == {14: 9.5}  # the job's step; the longest stop there
+    stall = {
+        "ranks": [0, 1],
+        "processes": 2,
+        "since_step": 4,
+        "step_exact": True,
+        "at_least_s": 31.0,
+        "groups": [],
+        "in_stop": {"steps": [3, 4], "npu": False, "ranks": [0]},
+    }
+    assert "window (steps 3-4) for at least 31 s on rank 0 (after step 4), in the step after the window; rank 1 " in (
+        stallview.stall_line(stall)
+    )
     stall = {
         "ranks": [1],
         "processes": 1,
@@ -138,7 +150,7 @@ def test_a_pause_the_window_s_stop_took_up_is_the_tool_s_and_a_stall_in_a_stop_i
         "step_exact": True,
         "at_least_s": 31.0,
         "groups": [],
-        "in_stop": {"steps": [3, 4], "npu": False},
+        "in_stop": {"steps": [3, 4], "npu": False, "ranks": [1]},
     }
     line = stallview.stall_line(stall)
     assert line.startswith("the profiler has been stopping and exporting its window (steps 3-4) for at least 31 s")
