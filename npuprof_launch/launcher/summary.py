@@ -98,8 +98,10 @@ def format_table(report: dict, verbose: bool = False, explain: bool = False, wid
         lines.append(f"{say} next: {suggestion}")
     if report.get("html"):
         lines.append(f"{say} the whole run on one page: {report['html']}")
-    if recorded:
-        backends = {p.get("backend") for p in recorded}
+    # where the traces are to open: not where every window was lost (a process killed in its export)
+    traced = [p for p in recorded if any(w.get("traces") for w in p["windows"])]
+    if traced:
+        backends = {p.get("backend") for p in traced}
         if "torch" in backends:
             lines.append(f"{say} {OPEN_TORCH}")
         raw = report.get("raw_kept")
