@@ -28,7 +28,7 @@ the environment (opensession.py), the step times and their file (steptiming.py),
 fields (sessionrecord.py), the windows' aftercare processes (aftercarejobs.py), on-demand requests
 (requesttaking.py), --max-window-mb (memoryguard.py), the end (endreason.py), hangs (hangwatch.py),
 what it says and keeps (sessionnotes.py), a window whose process stops stepping (windowtimeout.py),
-the stepping thread's waits for a CPU (cpuwait.py).
+the stepping thread's waits for a CPU (cpuwait.py), the window's stop on its record (windowstop.py).
 What runs at a step stays here: ``step_ended`` to ``_act``.
 """
 
@@ -52,6 +52,7 @@ from npuprof_launch.inprocess import (
     requesttaking,
     sessionrecord,
     steptiming,
+    windowstop,
 )
 from npuprof_launch.inprocess.aftercarejobs import AftercareJobs
 from npuprof_launch.inprocess.jobnumbering import JobNumbering
@@ -150,7 +151,7 @@ class Session:
         self.windows_before_exec = 0
         self.window: Window | None = None
         self._stepped = 0
-        self._stop_began, self._stopping = 0.0, 0  # when the window's stop began; the stops under way
+        self._stops = windowstop.Stops()  # the window's stop on its record
         self._label = None
         self._thread: threading.Thread | None = None
         #: backends.select's choice, made at the first window (a test may hand one in).
@@ -298,15 +299,17 @@ class Session:
                     window = self.window
                     due, saving = window.steps_due(self.steps), window.saved_by(self.steps)
                     if saving:  # the profiler's last step saves: its stop
-                        self._stop_begins()
-                    while self.window is not None and self._stepped < due:
-                        self._profiler_step()
-                    self._stopping -= saving
+                        self._stops.begin(self.results[-1], self.write_safely)
+                    try:  # a KeyboardInterrupt in the export goes to the job, and the count stays true
+                        while self.window is not None and self._stepped < due:
+                            self._profiler_step()
+                    finally:
+                        self._stops.depth -= saving
                     if self.window is not None and saving:
                         self._close_window(complete=True)
                         continue
                     if saving:  # closed within the stop (a signal's handler, a failure): the stop is over
-                        self._stop_ended()
+                        self._stops.end(self.results[-1])
                     break
                 upcoming = self._upcoming()
                 if not may_start or upcoming is None or self.steps + 1 < upcoming.first:
@@ -473,12 +476,14 @@ class Session:
         profiler, self.window = self.profiler, None
         self.cpu_wait.after_window(self.steps)  # the next steps' time on a CPU: lockstep.py
         self.idle.stop()
-        nested = self._stopping > 0  # a signal's handler closes it within the stop: that stop goes on
-        self._stop_begins()
-        self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
-        self._stopping -= 1
+        nested = self._stops.depth > 0  # a signal's handler closes it within the stop: that stop goes on
+        self._stops.begin(result, self.write_safely)
+        try:
+            self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
+        finally:
+            self._stops.depth -= 1
         if not nested:
-            self._stop_ended()
+            self._stops.end(result)
         if coexist.rpc_agent_running():
             self.note_outcome(outcomes.RPC_AGENT, result["first_step"])
         self._label = held
@@ -490,19 +495,6 @@ class Session:
             self.state = State.DONE if self._upcoming() is None and self._watcher is None else State.WAITING
         self._lifecycle.window_closed()
         self.write_safely()
-
-    def _stop_begins(self) -> None:
-        """The profiler's saving step, or its stop, exports the window (seconds, and memory: a process
-        the OOM killer takes there runs no handler): on record first, so that an end there is told."""
-        self._stopping += 1  # until its caller's stop returns (_close_window: a stop within a stop)
-        if "stop_began_ns" not in self.results[-1]:
-            self.results[-1]["stop_began_ns"], self._stop_began = time.time_ns(), time.perf_counter()
-            self.write_safely()
-
-    def _stop_ended(self) -> None:
-        """The stop returned or failed: its time (``stop_s``) is a cost the user meets, told past 1 s."""
-        if self.results and self.results[-1].pop("stop_began_ns", None) is not None:
-            self.results[-1]["stop_s"] = round(time.perf_counter() - self._stop_began, 3)
 
     def _unfinished(self) -> tuple[str, ...]:
         """The ranges of the open window's step under way, if the process has not finished it
@@ -584,7 +576,7 @@ class Session:
         if profiler is not None and what != "profiler stop":
             with contextlib.suppress(Exception):  # the first failure is reported already
                 profiler.stop()
-        self._stop_ended()
+        self._stops.end(self.results[-1] if self.results else None)
         self._lifecycle.slot.release(self)
         self._lifecycle.window_closed()
         self.write_safely()

@@ -18,7 +18,7 @@ LOOKED_AT = {
         720,
         "the per-step state machine of one process and its window's profiler (start, step, stop, "
         "fail) in one place; what decides nothing at a step is in parts beside it (2026-12-05; 720 "
-        "for the stop's own record, stop_began_ns and stop_s, written where the stop is)",
+        "for the stop's nesting around the calls that stop, whose record is windowstop.py's)",
     ),
 }
 #: Each floor and the parts of the package it must never import.

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
+
 from npuprof_launch.common import names, options, record, stepmark
 from npuprof_launch.inprocess import cpuwait, process
 from npuprof_launch.inprocess.session import Session
@@ -404,3 +406,18 @@ def test_a_window_closed_by_a_signal_s_handler_within_its_stop_keeps_the_stop_on
     steps(made, 5)
     (window,) = made.results
     assert "stop_began_ns" not in window and window["stop_s"] >= 0.0
+
+
+def test_a_keyboard_interrupt_in_the_export_reaches_the_job_and_leaves_no_stop_counted(tmp_path):
+    """Ctrl-C while the export runs (a user who takes a long parse for a hang) is the job's: it goes
+    up to the job, and a job that catches it and goes on has its later windows' stops told as theirs."""
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    made, _ = session(tmp_path, **{"skip-first": 2, "active": 2})
+    made.backend = EndingBackend(interrupted)
+    steps(made, 3)
+    with pytest.raises(KeyboardInterrupt):
+        steps(made, 1)
+    assert made._stops.depth == 0 and "stop_began_ns" in made.results[0], "that stop never returned"
