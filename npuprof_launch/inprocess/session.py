@@ -298,13 +298,11 @@ class Session:
                 if self.window is not None:
                     window = self.window
                     due, saving = window.steps_due(self.steps), window.saved_by(self.steps)
-                    if saving:  # the profiler's last step saves: its stop
-                        self._stops.begin(self.results[-1], self.write_safely)
-                    try:  # a KeyboardInterrupt in the export goes to the job, and the count stays true
+                    # the profiler's last step saves the window: its stop
+                    stop = self._stops.under_way(self.results[-1], self.write_safely) if saving else None
+                    with stop or contextlib.nullcontext():
                         while self.window is not None and self._stepped < due:
                             self._profiler_step()
-                    finally:
-                        self._stops.depth -= saving
                     if self.window is not None and saving:
                         self._close_window(complete=True)
                         continue
@@ -477,11 +475,8 @@ class Session:
         self.cpu_wait.after_window(self.steps)  # the next steps' time on a CPU: lockstep.py
         self.idle.stop()
         nested = self._stops.depth > 0  # a signal's handler closes it within the stop: that stop goes on
-        self._stops.begin(result, self.write_safely)
-        try:
+        with self._stops.under_way(result, self.write_safely):
             self._guard("stop", lambda: self.backend.stop(profiler, unfinished=unfinished))
-        finally:
-            self._stops.depth -= 1
         if not nested:
             self._stops.end(result)
         if coexist.rpc_agent_running():

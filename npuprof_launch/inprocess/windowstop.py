@@ -13,8 +13,9 @@ mark alone. Standard library only: this runs in every process of the job.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 class Stops:
@@ -24,12 +25,19 @@ class Stops:
         self.depth = 0  # the stops under way: a signal's handler closes a window within one
         self._began = 0.0
 
-    def begin(self, window: dict, write: Callable[[], None]) -> None:
-        """A stop begins (its caller lowers ``depth`` when it returns); the first writes the record."""
+    @contextlib.contextmanager
+    def under_way(self, window: dict, write: Callable[[], None]) -> Iterator[None]:
+        """The calls that stop ``window`` run in this: the first stop marks it and writes the record;
+        ``depth`` counts the stops under way until each returns (an exception, a KeyboardInterrupt
+        the export let through to the job, included)."""
         self.depth += 1
         if "stop_began_ns" not in window:
             window["stop_began_ns"], self._began = time.time_ns(), time.perf_counter()
             write()
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     def end(self, window: dict | None) -> None:
         """The stop returned or failed: its time is kept, and the record no longer says it runs."""
