@@ -261,7 +261,7 @@ def _trace_links(process: dict, out: str) -> str:
         if not traces:
             continue
         first, last = window.get("first_step"), window.get("last_step") or window.get("first_step")
-        steps = f"steps {first}-{last}" if first != last else f"step {first}"
+        steps = wording.steps(first, last)
         links = " ".join(_link(t, out) for t in traces)
         partial = "" if window.get("complete") else " (partial)"
         parts.append(f'<div class="trace"><span class="steps">{esc(steps)}{partial}:</span> {links}</div>')

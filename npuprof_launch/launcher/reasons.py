@@ -105,7 +105,7 @@ def _ended_in_stop(window: dict, how: str | None, run: dict | None, left: Sequen
     export unfinished. Where the end was a SIGKILL, the kernel's log tells whether it was the
     out-of-memory killer's (an export holds the window's events in memory)."""
     first, last = window.get("first_step"), window.get("last_step")
-    steps = f"step {first}" if last == first else f"steps {first}-{last}" if last else f"from step {first}"
+    steps = wording.steps(first, last) if last else f"from step {first}"
     how = how or "it ended without its exit handlers"
     text = f"{how} while the profiler stopped its window ({steps}) and exported it"
     end_ns = (run or {}).get("ended_ns")
@@ -124,14 +124,14 @@ def _forked_words(forked: Sequence[int], backend: str | None) -> str:
     processes: leftovers.forked_in_stop)."""
     if not forked:
         return ""
-    pids = " ".join(str(pid) for pid in forked)
+    pids = [str(pid) for pid in forked]
     what = wording.count(len(forked), "process")
     why = (
         " (torch_npu's parse workers: each waits for its dead parent for ever, the job's output held open)"
         if backend == "npu"
         else ""
     )
-    return f"; it left running {what} it forked in that stop, pid {', '.join(map(str, forked))}{why}: kill {pids}"
+    return f"; it left running {what} it forked in that stop, pid {', '.join(pids)}{why}: kill {' '.join(pids)}"
 
 
 def _own_end(account: dict | None) -> str | None:

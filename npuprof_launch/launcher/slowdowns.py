@@ -473,7 +473,7 @@ def recorded(slowdown: dict, window_steps: list[dict], last_step: int) -> list[l
 
 
 def _spans_words(spans: list[list[int]]) -> str:
-    return ", ".join(f"step {low}" if low == high else f"steps {low}-{high}" for low, high in spans)
+    return ", ".join(wording.steps(low, high) for low, high in spans)
 
 
 def item(slowdown: dict) -> dict:

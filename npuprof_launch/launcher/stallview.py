@@ -47,13 +47,12 @@ def of_process(
     main = watch.get("main_thread")
     base = {"rank": rec.get("rank"), "pid": rec.get("pid"), "host": rec.get("host"), "steps": rec.get("steps")}
     pauses, covered = [], 0
+    stops = stops if stops is not None else stops_by_step([rec])
     for pause in rec.get("pauses") or ():
         mine = dumps[covered : pause.get("dumps", covered)]
         covered = max(covered, pause.get("dumps", covered))
-        at = pause["step"] + (rec.get("step_offset") or 0)
-        if (stops if stops is not None else stops_by_step([rec])).get(at, 0.0) >= pause["seconds"] - (
-            watch.get("after_s") or 0
-        ):
+        stop_s = stops.get(pause["step"] + (rec.get("step_offset") or 0), 0.0)
+        if stop_s >= pause["seconds"] - (watch.get("after_s") or 0):
             continue  # the profiler's stop took it up, here or on a rank this one waited for: not the job's
         place = stalls.where(stalls.main_frames(mine[-1], main)) if mine else {"call": None, "at": None, "frames": []}
         pauses.append({**base, **pause, "where": place})
@@ -101,13 +100,15 @@ def summarize(records: list[ReadRecord], output_dir: str) -> tuple[list[dict], l
     stall_groups = []
     if stuck:
         groups = stalls.group(stuck)
-        in_stop = [{**item["in_stop"], "rank": item.get("rank")} for item in stuck if item.get("in_stop")]
+        # a process in its window's stop: the others stuck with it wait for it, in lockstep
+        stopping = [item for item in stuck if item.get("in_stop")]
+        in_stop = None
+        if stopping:
+            ranks = sorted(item["rank"] for item in stopping if item.get("rank") is not None)
+            in_stop = {**stopping[0]["in_stop"], "ranks": ranks}
         stall_groups.append(
             {
-                # a process in its window's stop: the others stuck with it wait for it, in lockstep
-                "in_stop": {**in_stop[0], "ranks": sorted(one["rank"] for one in in_stop if one["rank"] is not None)}
-                if in_stop
-                else None,
+                "in_stop": in_stop,
                 "since_step": min(item.get("steps") or 0 for item in stuck),
                 "step_exact": all(item["step_exact"] for item in stuck),
                 "at_least_s": max(item["at_least_s"] for item in stuck),
@@ -155,14 +156,11 @@ def stall_line(stall: dict) -> str:
     who = _who(stall)
     step = ("after step " if stall.get("step_exact") else "last recorded step ") + str(stall["since_step"])
     if stall.get("in_stop"):
-        first, last = stall["in_stop"]["steps"]
-        steps = f"step {first}" if first == last else f"steps {first}-{last}"
-        stopping, others = (
-            stall["in_stop"].get("ranks") or [],
-            [r for r in stall["ranks"] if r not in stall["in_stop"].get("ranks", ())],
-        )
+        stopping = stall["in_stop"].get("ranks") or []
+        others = [rank for rank in stall["ranks"] if rank not in stopping]
+        window = wording.steps(*stall["in_stop"]["steps"])
         line = (
-            f"the profiler has been stopping and exporting its window ({steps}) for at least "
+            f"the profiler has been stopping and exporting its window ({window}) for at least "
             f"{stall['at_least_s']:.0f} s on {wording.who(stopping) if stopping and others else who} ({step}), "
             "in the step after the window"
         )

@@ -123,6 +123,11 @@ def on_others(others: list[dict]) -> str:
     return f"on rank {others[0]['rank']}" if len(others) == 1 else "on the other ranks"
 
 
+def steps(first: int | None, last: int | None) -> str:
+    """ "step 3", "steps 3-4": a span of the job's steps."""
+    return f"step {first}" if first == last else f"steps {first}-{last}"
+
+
 def who(ranks) -> str:
     ranks = sorted(set(ranks))
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compact_ranks(ranks)}"
