@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 
 from npuprof_launch.common import outcomes, processlog
-from npuprof_launch.common.record import ReadRecord, stop_under_way
+from npuprof_launch.common.record import ReadRecord
 from npuprof_launch.launcher import wording
 
 #: Why a Python process may not load the hook, for the report's first reason.
@@ -28,15 +28,15 @@ def why_incomplete(
     run: dict | None,
     stale: bool,
     account: dict | None = None,
-    left: Sequence[str] = (),
-    forked: Sequence[int] = (),
+    ended_in_stop: dict | None = None,
 ) -> str:
     """The true reason a process's windows did not all complete, the most telling first: decided on
     the record's outcomes (outcomes.py) and the run's own data, never on the words of a warning.
     ``account``: how its launcher saw it end (failures.accounts: ``exitcode``), which says more than
-    the command's status (a rank's SIGKILL was told as torchrun's "exited with status 1"). ``left``
-    and ``forked``: what a process that ended in its window's stop left of the export
-    (runs.left_by_stop) and running (leftovers.forked_in_stop)."""
+    the command's status (a rank's SIGKILL was told as torchrun's "exited with status 1").
+    ``ended_in_stop``: where the process ended in its window's stop, that ``window``
+    (record.stop_under_way), what it ``left`` of the export (runs.left_by_stop) and the processes
+    it ``forked`` there, still running (leftovers.forked_in_stop)."""
     done = f"{process['windows_completed']} of {process['windows_planned']}"
     steps = record.get("steps")
     at = steps + (record.get("step_offset") or 0) if isinstance(steps, int) else steps  # the job's number of it
@@ -55,9 +55,9 @@ def why_incomplete(
         return f"{done} windows completed: {outcomes.sentence(passed[0])}"
     ended = how_the_job_ended(run)
     own = _own_end(account)
-    stopping = stop_under_way(record) if stale or record.get("ended") else None  # it ended in that stop
-    if stopping is not None:
-        said = _ended_in_stop(stopping, own or ended, run, left, _forked_words(forked, record.get("backend")))
+    if ended_in_stop:
+        running = _forked_words(ended_in_stop["forked"], record.get("backend"))
+        said = _ended_in_stop(ended_in_stop["window"], own or ended, run, ended_in_stop["left"], running)
         return f"{done} windows completed: {said}"
     raised = [outcomes.sentence(outcome) for outcome in outcomes.of_kind(found, outcomes.UNCAUGHT)]
     if cut:

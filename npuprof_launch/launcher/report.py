@@ -18,7 +18,15 @@ import os
 from typing import Any
 
 from npuprof_launch.common import deliverables, names, options, outcomes, processlog
-from npuprof_launch.common.record import ENDED_EXEC, ReadRecord, alive_here, attempt_of, process_count, read_dir
+from npuprof_launch.common.record import (
+    ENDED_EXEC,
+    ReadRecord,
+    alive_here,
+    attempt_of,
+    process_count,
+    read_dir,
+    stop_under_way,
+)
 from npuprof_launch.launcher import (
     answer,
     failures,
@@ -418,10 +426,13 @@ def _process(
         process["ended_note"] = f"ended without exit handlers; last known step {record.get('steps')}"
     if wording.incomplete(process) and not process["errors"]:
         account = (ended or {}).get((record.get("host"), record.get("pid")))
-        over = stale or record.get("ended") is not None  # not read mid-run: a stop under way is where it ended
-        left = runs.left_by_stop(output_dir, record) if over else []
-        forked = leftovers.forked_in_stop(record, output_dir) if over else []
-        why = reasons.why_incomplete(record, process, run, stale, account, left, forked)
+        # not read mid-run (it ended, with or without its handlers): a stop under way is where it ended
+        stopping = stop_under_way(record) if stale or record.get("ended") is not None else None
+        ended_in_stop = None
+        if stopping is not None:
+            left, forked = runs.left_by_stop(output_dir, record), leftovers.forked_in_stop(record, output_dir)
+            ended_in_stop = {"window": stopping, "left": left, "forked": forked}
+        why = reasons.why_incomplete(record, process, run, stale, account, ended_in_stop)
         done = {key: process[key] for key in ("windows_completed", "windows_planned")}
         problems.append(_about(record, "window_incomplete", why, **done))
     elif stale:
