@@ -139,8 +139,10 @@ def told_apart(notes: list[dict]) -> str | None:
         if found:
             costs[word] = f"up to {max(found):.1f} s"
     if costs and "tool_steps" in told:
-        both = "; ".join(f"{word}: {cost}" for word, cost in costs.items())
-        for shown in [both] * (len(costs) > 1) + [f"its {word}: {cost}" for word, cost in costs.items()]:
+        # both where they fit ("start: up to 1.2 s; export: up to 1.3 s"), else one ("its start: ...")
+        tried = ["; ".join(f"{word}: {cost}" for word, cost in costs.items())] if len(costs) > 1 else []
+        tried += [f"its {word}: {cost}" for word, cost in costs.items()]
+        for shown in tried:
             longer = "steps told apart: " + ", ".join(
                 f"{text} ({shown})" if kind == "tool_steps" else text for kind, text in told.items()
             )
