@@ -16,6 +16,7 @@ step (cputime.py). Whichever rule names it, the records hold that time for every
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -87,3 +88,36 @@ def test_a_rank_on_30_percent_more_rows_is_named_from_13_steps_and_its_thread_ra
     if slow["rule"] == "cpu_time":
         assert slow["longest_in"] >= 10 and slow["steps"] == 14 and slow["p_value"] < slow["level"], slow
         assert "its stepping thread ran on a CPU" in slow["evidence"], slow  # steps 5-16, 18-19: not 4 nor 17
+
+
+@pytest.mark.xdist_group("collective_judge_pairs")
+def test_a_stalled_rank_among_tensor_and_data_parallel_pairs_is_named_within_its_own_group(tmp_path):
+    """gloo's ranges name no process group: matched by order alone, rank 0's pair's all-reduce and
+    rank 2's were one collective, and a rank stalling 30 ms a step (3x the step) was "no rank stands
+    out". Each group's worker threads are recorded as the group is made (groupthreads.py), and the
+    collectives are matched within each pair."""
+    out = str(tmp_path / "out")
+    job = [*TORCHRUN, script("tp_dp_pairs.py"), "--slow-rank", "3", "--slow-ms", "30", "--steps", "36"]
+    assert_ok(npuprof(["--skip-first", "3", "--active", "30", "--output-dir", out, "--", *job], env=env()))
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+    found = report["job"]["slow_ranks"]
+    assert [slow["rank"] for slow in found] == [3], slow_rank_evidence(report)
+    (slow,) = found
+    assert slow["rule"] == "per_collective" and slow["ranks_compared"] == 2, slow
+    assert slow["group"] in ("gloo:all_reduce 1,3", "gloo:all_reduce 2,3"), slow
+    assert slow["wait_per_step_s"] > 0.015, "the 30 ms stall, less the partner's own wait"
+    (item,) = [one for one in report["findings"] if one["kind"] == "waited_for_rank"]
+    assert "rounds of collectives of ranks " in item["text"], item["text"]
+    groups = {}
+    for path in (tmp_path / "out" / "npuprof_status").glob("*.json"):
+        record = json.loads(path.read_text())
+        if "gloo_threads" in record:
+            groups[record["rank"]] = set(record["gloo_threads"].values())
+    every = "0,1,2,3"
+    assert groups == {
+        0: {every, "0,1", "0,2"},
+        1: {every, "0,1", "1,3"},
+        2: {every, "2,3", "0,2"},
+        3: {every, "2,3", "1,3"},
+    }

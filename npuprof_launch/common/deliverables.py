@@ -114,13 +114,15 @@ def load_trace_events(path: str) -> list:
     return events
 
 
-def summarize_torch_trace(path: str) -> TraceSummary:
-    """Parse a Chrome trace once: its step spans and the self time of each CPU operator."""
+def summarize_torch_trace(path: str, threads: dict[str, str] | None = None) -> TraceSummary:
+    """Parse a Chrome trace once: its step spans and the self time of each CPU operator; with the
+    process's gloo worker threads (``threads``, the status record's ``gloo_threads``) each
+    collective is matched within its process group."""
     with collector_paused():
-        return _summarize_torch_trace(path)
+        return _summarize_torch_trace(path, threads)
 
 
-def _summarize_torch_trace(path: str) -> TraceSummary:
+def _summarize_torch_trace(path: str, threads: dict[str, str] | None) -> TraceSummary:
     summary = TraceSummary(path)
     try:
         events = load_trace_events(path)
@@ -131,7 +133,7 @@ def _summarize_torch_trace(path: str) -> TraceSummary:
     collectives: list[tuple[float, float]] = []
     step_spans: list[tuple[float, float]] = []
     steps_seen: set[str] = set()
-    each = tracecollectives.Gathered()
+    each = tracecollectives.Gathered(threads)
     for event in events:
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
@@ -140,7 +142,7 @@ def _summarize_torch_trace(path: str) -> TraceSummary:
         if name.startswith(COLLECTIVE_MARKS) or any(mark in name for mark in COLLECTIVE_MARKS[2:]):
             ts, dur = float(event.get("ts", 0)), float(event.get("dur", 0))
             collectives.append((ts, dur))
-            each.marked(name, ts, dur, event.get("args"))
+            each.marked(name, ts, dur, event.get("args"), event.get("tid"))
         if name.startswith(STEP_PREFIX):
             if str(event.get("cat", "")).startswith("gpu_") or name in steps_seen:
                 continue  # a CUDA trace repeats each step on the GPU's timeline: one step, not two

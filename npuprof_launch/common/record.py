@@ -121,6 +121,10 @@ class StatusRecord(TypedDict):
     #: Gaps between steps longer than the threshold that ended: {"step" (the last step before it),
     #: "seconds", "dumps" (stack dumps in the file by then), "at_end" (the process then ended)}.
     pauses: list[dict]
+    #: Each gloo worker thread of the process, by its system tid (a string), and the label of the
+    #: process group it serves, its global ranks ("0,2"; inprocess/groupthreads.py): a trace's
+    #: collectives are matched within their own group with it. Empty where none was seen made.
+    gloo_threads: dict[str, str]
 
 
 class ReadRecord(StatusRecord, total=False):
@@ -179,6 +183,7 @@ DEFAULTS: StatusRecord = {
     "ended": None,
     "hang_watch": None,
     "pauses": [],
+    "gloo_threads": {},
 }
 #: The fields, in the order they are written.
 FIELDS: tuple[str, ...] = tuple(DEFAULTS)

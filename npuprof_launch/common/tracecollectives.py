@@ -21,7 +21,11 @@ What measures the wait, by backend:
   a 4-rank DDP job, one rank with twice the others' rows, beside two CPU hogs, 12 collectives in 3
   steps: that rank waited least from its call in 12, 11, 12 and 12 of them in four runs, by the
   range alone in 10, 9, 10 and 12). Where the calls and the ranges of a name do not pair up (a
-  coalesced call, a range whose call came before the window), the range alone is taken.
+  coalesced call, a range whose call came before the window), the range alone is taken. A gloo
+  range names no process group: where the process said which group each worker thread serves
+  (``threads``, inprocess/groupthreads.py) and the window's ranges of an operation span several
+  groups, each is numbered within its group, named with its group's ranks ("gloo:all_reduce
+  0,2"), and timed by its range alone (a call does not say which group it went to).
 
 None where neither is in the trace (an old torch, a backend without these events): the report then
 judges by the time in collectives alone (launcher/lockstep.py). HCCL's operations on an NPU are not
@@ -32,6 +36,7 @@ these, as a list of collectives per rank.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 
 GLOO_RANGE = "gloo:"
 #: The call of a collective on the caller's thread, a ``cpu_op``.
@@ -52,15 +57,20 @@ BY_ORDER = "order"
 class Gathered:
     """The events of one trace that tell its collectives, as deliverables.py reads them."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: Mapping[str, str] | None = None) -> None:
         self.ranges: list[tuple[float, float, str]] = []
         self.calls: list[tuple[float, str]] = []
         self.sequenced: list[tuple[float, float, str, int]] = []
+        #: The group of each gloo worker thread (a tid as a string -> its group's label), and the
+        #: group of each range where its thread is one of them.
+        self.threads = threads or {}
+        self.range_groups: list[str | None] = []
 
-    def marked(self, name: str, ts: float, dur: float, args: object) -> None:
-        """An event of collective communication (deliverables.COLLECTIVE_MARKS)."""
+    def marked(self, name: str, ts: float, dur: float, args: object, tid: object = None) -> None:
+        """An event of collective communication (deliverables.COLLECTIVE_MARKS), on thread ``tid``."""
         if name.startswith(GLOO_RANGE):
             self.ranges.append((ts, dur, name))
+            self.range_groups.append(self.threads.get(str(tid)))
         elif isinstance(args, dict) and SEQ_ARG in args and GROUP_ARG in args:
             with contextlib.suppress(TypeError, ValueError):
                 self.sequenced.append((ts, dur, str(args[GROUP_ARG]), int(args[SEQ_ARG])))
@@ -79,7 +89,7 @@ class Gathered:
             found = [(ts, group, seq, dur) for ts, dur, group, seq in self.sequenced]
             by = BY_SEQ
         elif self.ranges:
-            found = [(ts, name, 0, wait) for ts, name, wait in _gloo_waits(self.ranges, self.calls)]
+            found = [(ts, name, 0, wait) for ts, name, wait in _gloo_waits(*self._in_groups(), self.calls)]
             by = BY_ORDER
         else:
             return None
@@ -100,6 +110,23 @@ class Gathered:
                 items.append([index, number, step, round(ts - begun, 1), round(wait, 1)])
         seen = sum(len(each) for each in by_step.values())
         return {"by": by, "seen": seen, "groups": list(groups), "items": items}
+
+    def _in_groups(self) -> tuple[list[tuple[float, float, str]], set[str]]:
+        """The ranges, each named with its group's ranks where an operation's ranges span several
+        groups; and those names (their calls cannot be told apart: each range is timed alone)."""
+        groups_of: dict[str, set[str | None]] = {}
+        for (_, _, name), group in zip(self.ranges, self.range_groups):
+            groups_of.setdefault(name, set()).add(group)
+        spread = {name for name, groups in groups_of.items() if len(groups) > 1}
+        if not spread:
+            return self.ranges, set()
+        ranges, alone = [], set()
+        for (ts, dur, name), group in zip(self.ranges, self.range_groups):
+            if name in spread:
+                name = f"{name} {group if group is not None else '?'}"
+                alone.add(name)
+            ranges.append((ts, dur, name))
+        return ranges, alone
 
 
 def merged(first: dict | None, second: dict | None) -> dict | None:
@@ -131,17 +158,21 @@ def of(record: object) -> list[tuple[str, str, int, float, float]] | None:
 
 
 def _gloo_waits(
-    ranges: list[tuple[float, float, str]], calls: list[tuple[float, str]]
+    ranges: list[tuple[float, float, str]], alone: set[str], calls: list[tuple[float, str]]
 ) -> list[tuple[float, str, float]]:
     """``(ts, name, wait_us)`` of each gloo range: from its call to its end where the calls and the
-    ranges of its name pair up in order, else its own duration; ``ts`` is the call's, else its own."""
+    ranges of its name pair up in order, else (and for the names ``alone``) its own duration;
+    ``ts`` is the call's, else its own."""
     by_op: dict[str, tuple[list, list]] = {}
+    waits = []
     for ts, dur, name in sorted(ranges):
-        by_op.setdefault(_op_of(name), ([], []))[0].append((ts, dur, name))
+        if name in alone:
+            waits.append((ts, name, dur))
+        else:
+            by_op.setdefault(_op_of(name), ([], []))[0].append((ts, dur, name))
     for ts, name in sorted(calls):
         if _op_of(name) in by_op:
             by_op[_op_of(name)][1].append(ts)
-    waits = []
     for found, called in by_op.values():
         if called:
             found = [one for one in found if one[0] >= called[0]]  # called before the window opened

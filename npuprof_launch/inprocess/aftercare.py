@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -43,12 +44,21 @@ _stop = False
 
 
 def command(
-    *, traces: list[str], result: str, kind: str, gzip_traces: bool, stage: str | None, home: str, parsed: bool = False
+    *,
+    traces: list[str],
+    result: str,
+    kind: str,
+    gzip_traces: bool,
+    stage: str | None,
+    home: str,
+    parsed: bool = False,
+    threads: dict[str, str] | None = None,
 ) -> list[str]:
     """The command line of one window's aftercare: under ``nice`` where there is one, so that even
     its interpreter's start and its imports take only the CPU the job leaves (os.nice in main()
     comes after them). ``parsed``: torch_npu parses the window (analyse_flag), so its parse is
-    waited for; without it (--no-analyse) no parse will ever end, and nothing waits."""
+    waited for; without it (--no-analyse) no parse will ever end, and nothing waits. ``threads``:
+    the process's gloo worker threads and their groups (the record's ``gloo_threads``)."""
     nice = shutil.which("nice")
     args = [nice, "-n", "19"] if nice else []
     args += [
@@ -68,6 +78,8 @@ def command(
         args.append("--parsed")
     if stage:
         args += ["--stage", stage]
+    if threads:
+        args += ["--threads", json.dumps(threads, separators=(",", ":"))]
     return [*args, *traces]
 
 
@@ -84,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stage", help="the stage directory the traces are in (they move to --home)")
     parser.add_argument("--gzip", action="store_true")
     parser.add_argument("--parsed", action="store_true", help="npu: torch_npu parses the window; wait for its parse")
+    parser.add_argument("--threads", type=json.loads, default=None, help="gloo worker threads: {tid: group}")
     parser.add_argument("traces", nargs="+")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
@@ -113,7 +126,7 @@ def _care(path: str, args, outcome: dict) -> None:
             _wait_for_parse(path)
         _count_npu_log_errors(path, outcome)
     else:
-        summary = deliverables.summarize_torch_trace(path)
+        summary = deliverables.summarize_torch_trace(path, args.threads)
         outcome["summary"] = _merge(outcome["summary"], summary)
         outcome["plain_bytes"][os.path.basename(path)] = os.path.getsize(path) if os.path.exists(path) else 0
         if args.gzip and not _stop:

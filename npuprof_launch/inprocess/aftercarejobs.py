@@ -47,7 +47,7 @@ class AftercareJobs:
         end; returns its result file (relative to the output directory) and its pid, or None when
         there is nothing to do or it could not start (said once)."""
         from npuprof_launch.common import windowresults
-        from npuprof_launch.inprocess import aftercare
+        from npuprof_launch.inprocess import aftercare, groupthreads
 
         if not paths or not getattr(backend, "aftercare", False):
             return None
@@ -65,6 +65,7 @@ class AftercareJobs:
                     stage=self._stage_root,
                     home=self._output_dir,
                     parsed=getattr(backend, "parses", False),
+                    threads=groupthreads.threads(),
                 ),
                 env=names.without_hook(os.environ),
                 stdin=subprocess.DEVNULL,

@@ -58,6 +58,7 @@ def _on_torch_imported(torch_module: ModuleType) -> None:
     from npuprof_launch.inprocess import coexist, declared, optimizerclock
 
     coexist.install(torch_module)
+    _watch_groups()
     if declared.replaces_optimizer_clock(os.environ):
         _check_declared_options()
     else:
@@ -66,6 +67,16 @@ def _on_torch_imported(torch_module: ModuleType) -> None:
         )
         clock.install()
     register_tally()
+
+
+def _watch_groups() -> None:
+    """Map gloo's worker threads to their process groups from the first group on (groupthreads.py)."""
+    from npuprof_launch.inprocess import groupthreads
+
+    try:
+        importwatch.finder().watch("torch.distributed.distributed_c10d", groupthreads.install)
+    except Exception as exc:  # noqa: BLE001 - the collectives are then matched by order alone
+        names.say(f"process groups not watched ({exc!r}); gloo's collectives matched by their order alone")
 
 
 def _call_clock(item):

@@ -15,7 +15,7 @@ import time
 
 from npuprof_launch.common import names, outcomes
 from npuprof_launch.common.record import State, StatusRecord
-from npuprof_launch.inprocess import steptiming
+from npuprof_launch.inprocess import groupthreads, steptiming
 
 
 def windows_planned(session) -> int:
@@ -81,4 +81,5 @@ def to_record(session) -> StatusRecord:
         "ended": session.ended,
         "hang_watch": session.hang.record(session.output_dir),
         "pauses": [dict(pause) for pause in session.hang.found],
+        "gloo_threads": groupthreads.threads(),
     }

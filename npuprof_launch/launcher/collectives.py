@@ -58,6 +58,12 @@ EARLY_LEVEL = 0.01
 NOISE_S = 0.001
 #: Why a rank the binomial test picks is not named (``why_not``).
 SLIGHT = "slight"
+#: It waited itself, in collectives of its other groups, at least WAITED_SHARE of what the others
+#: of this group waited for it: late here because it waited there (a tensor-parallel partner of a
+#: rank that stalls reaches their pair's collective late, having waited for that rank in its
+#: data-parallel pair; tried: tests/scripts/tp_dp_pairs.py, the partner the last in 30 of 30).
+WAITED = "waited"
+WAITED_SHARE = 0.5
 ONE_STEP = "one_step"
 #: The rounds waited for it more often than chance in one half of the window's steps only: a rank
 #: the machine held back for a stretch (a busy core, seen on a loaded 2-core machine for 14 steps
@@ -130,7 +136,7 @@ def judge(
     groups = _matched(waits, cpu or {})
     tested = sum(len(group.members) for group in groups)
     verdict: dict[str, Any] = {"decided": False, "named": [], "passed": [], "top": None, "level": level, "test": TEST}
-    verdict.update(rounds=0, collectives=0, ranks_compared=0, steps=0, per_step=0.0, host=None)
+    verdict.update(rounds=0, collectives=0, ranks_compared=0, steps=0, per_step=0.0, host=None, ranks=len(waits))
     if not groups:
         return verdict
     main = max(groups, key=lambda group: (len(group.rounds), len(group.keys), group.name))
@@ -151,6 +157,7 @@ def judge(
                 "rounds": len(group.rounds),
                 "collectives": len(group.keys),
                 "ranks_compared": len(group.members),
+                "members": list(group.members),
                 "p_value": p_value,
             }
             if early:
@@ -180,7 +187,12 @@ def judge(
                 else None
             )
         verdict["passed"].extend(passed)
-    verdict["named"] = [found for found in verdict["passed"] if found["why_not"] is None]
+    _waited_elsewhere(verdict["passed"], waits)
+    named: dict[int, dict[str, Any]] = {}
+    for found in verdict["passed"]:  # a rank late in several groups: named once, by its strongest
+        if found["why_not"] is None and found["p_value"] < named.get(found["rank"], {}).get("p_value", 2.0):
+            named[found["rank"]] = found
+    verdict["named"] = sorted(named.values(), key=lambda found: (found["p_value"], found["rank"]))
     needed = least_rounds(len(main.members), tested, level)
     if verdict["passed"] or len(main.rounds) >= needed:
         verdict["decided"] = True
@@ -188,6 +200,46 @@ def judge(
         verdict.update(needed=needed, window_steps=math.ceil(needed / per_step))
     verdict["host"] = slow_host(verdict["named"], hosts, list(waits))
     return verdict
+
+
+def refusal(found: dict[str, Any]) -> str:
+    """Why a rank that passed the test is no finding (its ``why_not``), in words."""
+    why, wait_ms = found["why_not"], found["wait_per_step_s"] * 1e3
+    if why == ONE_STEP:
+        return f"more often than chance in {found['steps_last_often']} of its steps only"
+    if why == ONE_STRETCH:
+        (first, of_first), (second, of_second) = found["halves_last_in"]
+        return (
+            f"in one stretch of it only ({first} of {of_first} rounds in its first half, {second} of {of_second} in "
+            "its second): a rank held back for a while, not one whose work is slower"
+        )
+    if why == WAITED:
+        return (
+            f"it waited itself {found['waited_elsewhere_s'] * 1e3:.1f} ms a step in other collectives (most in "
+            f"{found['waited_in']}), where the others waited {wait_ms:.1f} ms a step longer for it: late because it "
+            "waited for another rank"
+        )
+    return f"the others waited {wait_ms:.2f} ms a step longer, under 1 ms"
+
+
+def _waited_elsewhere(passed: list[dict[str, Any]], waits: Waits) -> None:
+    """Each rank that passed in a group, unless already refused: WAITED where its own wait a step,
+    over the same steps, in the collectives of its other groups (``waited_elsewhere_s``, and the
+    group it waited in most, ``waited_in``) is WAITED_SHARE of the others' extra wait for it here."""
+    for found in passed:
+        if found["why_not"] is not None:
+            continue
+        steps = set(found["steps"])
+        elsewhere: dict[str, float] = {}
+        for _, group, step, wait, _ in waits[found["rank"]]:
+            if group != found["group"] and step in steps:
+                elsewhere[group] = elsewhere.get(group, 0.0) + wait
+        if not elsewhere:
+            continue
+        waited = sum(elsewhere.values()) / len(steps)
+        found.update(waited_elsewhere_s=waited, waited_in=max(elsewhere, key=lambda group: elsewhere[group]))
+        if waited >= WAITED_SHARE * found["wait_per_step_s"]:
+            found["why_not"] = WAITED
 
 
 def _early(group: _Group) -> list[int]:

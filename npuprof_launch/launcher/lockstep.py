@@ -145,20 +145,12 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
         process = by_rank[named["rank"]]
         wait_s = named["wait_per_step_s"]
         window = process.get("window_label") or "its window"
-        head = f"in lockstep, rank {named['rank']} was the last in {_counts(named, each)} in {window}; no finding:"
-        if named["why_not"] == collectives.ONE_STEP:
-            refused.append(f"{head} more often than chance in {named['steps_last_often']} of its steps only")
+        if named["why_not"] is not None:
+            head = f"in lockstep, rank {named['rank']} was the last in {_counts(named, each)} in {window}; no finding:"
+            refused.append(f"{head} {collectives.refusal(named)}")
             continue
-        if named["why_not"] == collectives.ONE_STRETCH:
-            (first, of_first), (second, of_second) = named["halves_last_in"]
-            refused.append(
-                f"{head} in one stretch of it only ({first} of {of_first} rounds in its first half, {second} of "
-                f"{of_second} in its second): a rank held back for a while, not one whose work is slower"
-            )
-            continue
-        if named["why_not"] == collectives.SLIGHT:
-            refused.append(f"{head} the others waited {wait_s * 1e3:.2f} ms a step longer, under 1 ms")
-            continue
+        if not any(named is kept for kept in each["named"]):
+            continue  # the same rank, late in another group too: named once, by its strongest
         cpu_s = _cpu_excess(process, [p for p in measured if p is not process]) / len(named["steps"])
         host = f"; so are most ranks of its host, {each['host']}" if each.get("host") else ""
         finding = {
@@ -275,11 +267,11 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
 
 
 def _counts(named: dict, each: dict) -> str:
-    """ "12 of 12 rounds of collectives (1 in 4 by chance; p = 2.4e-07, level 0.001)"."""
-    return (
-        f"{named['last_in']} of {named['rounds']} rounds of collectives (1 in {named['ranks_compared']} by chance; "
-        f"p = {named['p_value']:.2g}, level {each['level']:g})"
-    )
+    """ "12 of 12 rounds of collectives (1 in 4 by chance; p = 2.4e-07, level 0.001)"; "... of ranks 1, 3 (..."."""
+    members = named.get("members") or []
+    among = f" of {wording.who(members)}" if 1 < len(members) < each.get("ranks", 0) else ""
+    chance = f"1 in {named['ranks_compared']} by chance; p = {named['p_value']:.2g}, level {each['level']:g}"
+    return f"{named['last_in']} of {named['rounds']} rounds of collectives{among} ({chance})"
 
 
 def _too_few(each: dict | None) -> dict:

@@ -78,7 +78,9 @@ def check(
                 continue
             summary = care.get("summary") if care and care.get("status") == "done" and not deep else None
             if summary is None:
-                path, parsed = windowfiles.summarize_where_it_is(output_dir, rel, window.get("staged"), path)
+                path, parsed = windowfiles.summarize_where_it_is(
+                    output_dir, rel, window.get("staged"), path, record.get("gloo_threads")
+                )
                 if parsed is None:
                     problems.append((trace, f"{rel}: missing"))
                     continue

@@ -70,14 +70,16 @@ def viewed_bytes(session: str) -> int:
         return 0
 
 
-def summarize_where_it_is(output_dir: str, rel: str, staged: list[str] | None, path: str | None):
+def summarize_where_it_is(
+    output_dir: str, rel: str, staged: list[str] | None, path: str | None, threads: dict[str, str] | None = None
+):
     """A trace read while its aftercare runs (a live --check, an aftercare outliving its job) may be
     compressed or moved under the reader: read it again where it went. Returns (path, summary),
-    the summary None when the trace is nowhere."""
+    the summary None when the trace is nowhere. ``threads``: the record's ``gloo_threads``."""
     for _ in range(3):
         if path is None:
             break
-        parsed = deliverables.summarize_torch_trace(path)
+        parsed = deliverables.summarize_torch_trace(path, threads)
         if not parsed.problems or os.path.exists(path):
             return path, parsed
         path, _note = locate(output_dir, rel, staged)

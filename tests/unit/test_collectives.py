@@ -248,6 +248,35 @@ def test_gloo_ranges_whose_calls_do_not_pair_up_wait_their_own_duration(tmp_path
     assert [round(wait * 1e6) for _, _, _, wait, _ in found] == [30, 10]
 
 
+def test_gloo_ranges_of_several_process_groups_are_numbered_within_their_group_by_the_threads_that_serve_it(tmp_path):
+    """Tensor-parallel and data-parallel pairs: rank 0's all-reduces go to group "0,1" (threads 7, 8)
+    and "0,2" (thread 9). Each is named with its group's ranks and numbered within it, so that rank
+    2's first all-reduce of "2,3" is never matched with rank 0's of "0,1"; each waits its range's
+    own duration (a call does not say which group it went to). One group alone: as before."""
+    call = {"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "pid": 1, "tid": 1, "dur": 2}
+    gloo = {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1}
+    events = [
+        dict(call, ts=1010),
+        dict(gloo, ts=1011, dur=30, tid=7),
+        dict(call, ts=1045),
+        dict(gloo, ts=1046, dur=20, tid=9),
+        dict(call, ts=1070),
+        dict(gloo, ts=1071, dur=5, tid=8),
+    ]
+    threads = {"7": "0,1", "8": "0,1", "9": "0,2", "12": "0,1,2,3"}
+    path = trace_file(tmp_path, events)
+    found = tracecollectives.of(deliverables.summarize_torch_trace(path, threads).collectives)
+    assert [(key, group, round(wait * 1e6)) for key, group, _, wait, _ in found] == [
+        ("gloo:all_reduce 0,1@4#0", "gloo:all_reduce 0,1", 30),
+        ("gloo:all_reduce 0,2@4#0", "gloo:all_reduce 0,2", 20),
+        ("gloo:all_reduce 0,1@4#1", "gloo:all_reduce 0,1", 5),
+    ]
+    one_group = {"7": "0,1", "8": "0,1", "9": "0,1"}
+    found = tracecollectives.of(deliverables.summarize_torch_trace(path, one_group).collectives)
+    assert [key for key, *_ in found] == [f"gloo:all_reduce@4#{n}" for n in range(3)]
+    assert [round(wait * 1e6) for _, _, _, wait, _ in found] == [31, 21, 6], "from each call, as without groups"
+
+
 def test_an_nccl_kernel_is_numbered_by_its_group_and_sequence_and_belongs_to_the_step_that_launched_it(tmp_path):
     kernel = {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 7}
     args = {"Collective name": "allreduce", "Process Group Name": "0", "Group size": 4}

@@ -33,13 +33,13 @@ def test_a_trace_compressed_between_finding_it_and_reading_it_is_read_compressed
     read = deliverables.summarize_torch_trace
     calls = []
 
-    def compressed_first(where):
+    def compressed_first(where, threads=None):
         if not calls:  # the aftercare's gzip lands now, between the report's look and its read
             with open(where, "rb") as source, gzip.open(where + ".gz", "wb") as sink:
                 sink.write(source.read())
             os.unlink(where)
         calls.append(where)
-        return read(where)
+        return read(where, threads)
 
     monkeypatch.setattr(deliverables, "summarize_torch_trace", compressed_first)
     where, parsed = windowfiles.summarize_where_it_is(str(tmp_path), rel, None, path)
