@@ -150,6 +150,24 @@ def test_each_group_is_matched_apart_and_every_rank_tested_counts_against_the_le
     assert math.isclose(named["p_value"], 8 * 0.25**30), "8 ranks tested in all"
 
 
+def test_a_partner_late_because_it_waited_for_the_stalled_rank_in_another_group_is_no_finding():
+    """Data-parallel pairs {1, 3} and {0, 2}, tensor-parallel pairs {0, 1} and {2, 3}: rank 3 stalls
+    30 ms before the data-parallel all-reduce, so rank 1 waits for it there and reaches its pair's
+    all-reduce with rank 0 late in turn. Rank 1 passes the test in {0, 1}, and is refused: it waited
+    itself in {1, 3}. Rank 3, late in {1, 3} and in {2, 3}, is named once."""
+    pairs = {"dp 1,3": ([1, 3], {3: 0.03}), "dp 0,2": ([0, 2], {}), "tp 0,1": ([0, 1], {1: 0.03})}
+    pairs["tp 2,3"] = ([2, 3], {3: 0.03})
+    waits: Waits = {rank: [] for rank in range(4)}
+    for seed, (group, (ranks, late)) in enumerate(pairs.items()):
+        for rank, found in waits_of(4, 30, 1, late, seed=seed, group=group, only=ranks).items():
+            waits[rank] += found
+    verdict = collectives.judge(waits)
+    assert [(named["rank"], named["group"]) for named in verdict["named"]] == [(3, "dp 1,3")]
+    (partner,) = [found for found in verdict["passed"] if found["rank"] == 1]
+    assert partner["why_not"] == collectives.WAITED and partner["waited_in"] == "dp 1,3", partner
+    assert partner["waited_elsewhere_s"] > 0.02 and "waited for another rank" in collectives.refusal(partner)
+
+
 def test_the_ranks_named_on_one_host_name_the_host_when_they_are_most_of_its_ranks():
     rng = random.Random(7)
     waits: Waits = {rank: [] for rank in range(8)}
