@@ -330,6 +330,8 @@ def _by_total_time(measured: list[dict]) -> tuple[list[tuple[dict, dict]], str |
         if recorded < COLLECTIVE_MIN_STEPS:
             held = f"{recorded} recorded step" + ("" if recorded == 1 else "s")
             reason = f"its window held {held}, fewer than {COLLECTIVE_MIN_STEPS}"
+            if own < typical * ratio:  # it leans: say what would decide (a window is the user's choice)
+                reason += f" (--active {COLLECTIVE_MIN_STEPS} or more)"
         elif own >= typical * ratio:
             reason = f"that is not below {ratio:g} of the others' median ({_wait_ms(typical * ratio)} ms)"
         elif own >= low - (high - low):

@@ -269,7 +269,7 @@ def test_in_lockstep_the_rank_that_waits_least_is_named_from_three_steps_beyond_
     assert two_steps["no_rank_stands_out"].startswith("in lockstep (the others spent 59% of their window in collect")
     assert two_steps["no_rank_stands_out"].endswith(
         "rank 2 waited least, 20 ms against 110-120 ms on the other ranks, "
-        "and is no finding: its window held 2 recorded steps, fewer than 3"
+        "and is no finding: its window held 2 recorded steps, fewer than 3 (--active 3 or more)"
     )
     spread = jobview.summarize([collective_row(r, s, 5) for r, s in enumerate((0.05, 0.12, 0.02, 0.09))])
     assert spread["slow_ranks"] == [], "half the others' median, but within their spread"
@@ -327,7 +327,7 @@ def test_a_window_of_one_step_on_a_spike_names_the_rank_the_others_waited_for_in
         "against 22-46 ms; their extra wait, 379.1 ms a recorded step, is 15x the job's 25.0 ms median step"
     )
     assert job["no_rank_stands_out"].endswith(
-        "fewer than 3 to tell a slow rank; in its 1 recorded step the others waited for rank 0"
+        "fewer than 3 (--active 3 or more) to tell a slow rank; in its 1 recorded step the others waited for rank 0"
     )
     # The same step with 350 ms of it spent waiting for a CPU: the machine's doing, the job's is 29 ms.
     waited = [dict(rows[0], cpu_wait={"blocks": [[3, 3, 0.35]], "covered": [[2, 20]], "at_most_s": 0.005})]
