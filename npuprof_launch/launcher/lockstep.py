@@ -183,8 +183,9 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
     if refused:
         why = refused[0]
     elif top:
+        of_rounds = f"of the {each['rounds']} " if top["rounds"] == each["rounds"] else ""  # groups' differ
         why = (
-            f"in lockstep, no rank was the last in more of the {each['rounds']} rounds of collectives than "
+            f"in lockstep, no rank was the last in more {of_rounds}rounds of collectives than "
             f"chance allows: rank {top['rank']} most often, {_counts(top, each)}"
         )
     else:
