@@ -64,3 +64,17 @@ def test_the_jobs_own_profiler_starts_fails_and_warns_as_bare(tmp_path):
     seen = runs.bare.stdout + runs.bare.stderr
     assert "in _start_trace" in seen and "in __exit__" in seen and "start's caller" in seen, seen
     assert "npuprof_launch" not in runs.profiled.stdout + runs.profiled.stderr
+
+
+def test_a_process_group_that_fails_to_be_made_raises_the_bare_traceback(tmp_path):
+    """The hook notes each process group as torch registers it (groupthreads.py), not by wrapping
+    the function that makes it: a group that fails to be made (here NCCL, not built into torch's CPU
+    wheel) raises through torch's frames alone."""
+    code = (
+        "import torch.distributed as dist\n"
+        "dist.init_process_group('nccl', init_method='tcp://127.0.0.1:0', rank=0, world_size=1)\n"
+    )
+    runs = profiled_against_bare(
+        ["-c", code], out=str(tmp_path / "out"), compare=(("stderr", without_launcher_lines),), ok=False
+    )
+    assert "_new_process_group_helper" in runs.bare.stderr and "npuprof_launch" not in runs.profiled.stderr

@@ -8,92 +8,132 @@ belong to two different groups, {0, 1} and {2, 3}: matched by order alone they a
 and the rank the others wait for is lost among them (tried: a 4-rank job, tensor-parallel pairs and
 data-parallel pairs, rank 3 sleeping 30 ms a step: "no rank stands out", every step 3x longer).
 
-Each ProcessGroupGloo starts its worker threads (``pt_gloo_runloop``) in its constructor, and every
-group is made by ``distributed_c10d._new_process_group_helper``, the default one included. So the
-threads that appear during that call serve the group it makes, whose global ranks are its
-arguments (others made then, gloo's own transport loop among them, run no collective's range). The
-trace names the thread of each range (Kineto's tid is the system's), and tracecollectives.py matches
-each collective within its group.
+Each ProcessGroupGloo starts its worker threads (``pt_gloo_runloop``) in its constructor, and torch
+then registers the group in its registry, ``distributed_c10d._world.pg_map`` (the module's
+``_pg_map`` dict), the default group included. So the threads that appeared since the group before
+it was registered serve it (others made then, gloo's own transport loop among them, run no
+collective's range); its global ranks are the registry's ``pg_group_ranks``. The trace names the
+thread of each range (Kineto's tid is the system's), and tracecollectives.py matches each
+collective within its group.
 
-Standard library only; a failure of ours leaves the group made as it was, and the map without it
-(the collectives are then matched as before).
+Why the registry, not a wrapper of the function that makes groups: a wrapper is a frame of ours in
+every traceback of a group that fails to be made (a rendezvous that timed out, a backend not
+built), which the job must see as it is bare. The registry's dict is swapped for one that notes its
+new entries, only where torch's ``pg_map`` is that module global (torch 2.0 on); an entry's note
+runs after the group is made and cannot fail into torch.
+
+Standard library only; the group's ranks are read when the map is (``threads``), so no reference
+to a group is kept (one would keep a destroyed group's threads and connections alive).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 
-HELPER = "_new_process_group_helper"
 _TASKS = "/proc/self/task"
 
-#: tid -> the label of the group it serves, of every gloo group this process made: the group's
-#: global ranks ("0,2"), and after a slash how many groups of the same ranks came before it ("0,2/1"):
-#: every member makes its groups in the same order, so the label is the same on each.
-_threads: dict[int, str] = {}
-_made: dict[str, int] = {}
-_installed = False
+#: Each group registered, in order: [its id, its label once read (None before; "" for one destroyed
+#: before it was read)]; each noted thread -> its group's index there.
+_groups: list[list] = []
+_group_of: dict[int, int] = {}
+_seen: set[int] = set()
+_registry: dict | None = None
+_world = None
+
+
+class _Noting(dict):
+    """torch's registry of process groups, noting each new group's threads as it is registered."""
+
+    __slots__ = ()
+
+    def __setitem__(self, group, value) -> None:
+        new = group not in self
+        dict.__setitem__(self, group, value)
+        if new:
+            try:
+                _registered(group)
+            except Exception:  # noqa: BLE001 - the group is registered; only our map lacks it
+                pass
 
 
 def install(c10d) -> bool:
-    """Watch every process group ``c10d`` (torch.distributed.distributed_c10d) makes from now on;
-    False where it has no such helper (a torch this was not tried on) or no /proc."""
-    global _installed
-    real = getattr(c10d, HELPER, None)
-    if _installed or real is None or not os.path.isdir(_TASKS):
+    """Note every process group ``c10d`` (torch.distributed.distributed_c10d) registers from now on;
+    False where its registry is not the module's ``_pg_map`` dict (a torch this was not tried on), or
+    there is no /proc."""
+    global _registry, _world
+    current, world = getattr(c10d, "_pg_map", None), getattr(c10d, "_world", None)
+    if _registry is not None or type(current) is not dict or world is None or not os.path.isdir(_TASKS):
         return False
-
-    @functools.wraps(real)
-    def made(*args, **kwargs):
-        try:
-            before = _threads_now()
-        except Exception:  # noqa: BLE001 - never in the way of the job's group
-            before = None
-        made_group = real(*args, **kwargs)
-        if before is not None:
-            try:
-                _note(before, args, kwargs)
-            except Exception:  # noqa: BLE001 - the group is made; only our map lacks it
-                pass
-        return made_group
-
-    c10d._new_process_group_helper = made
-    os.register_at_fork(after_in_child=_forget)  # a child's threads are its own
-    _installed = True
+    noting = _Noting(current)
+    c10d._pg_map = noting
+    try:
+        held = world.pg_map is noting
+    except Exception:  # noqa: BLE001
+        held = False
+    if not held:  # its pg_map is not the module global: put it back as it was
+        c10d._pg_map = current
+        return False
+    _registry, _world = noting, world
+    _seen.update(_threads_now())
+    os.register_at_fork(after_in_child=_forget)
     return True
 
 
-def _forget() -> None:
-    _threads.clear()
-    _made.clear()
-
-
 def threads() -> dict[str, str]:
-    """The map so far, for JSON (a tid as a string)."""
-    return {str(tid): label for tid, label in _threads.items()}
+    """Each noted thread (a tid as a string) and its group's label: the group's global ranks ("0,2"),
+    and after a slash how many groups of the same ranks were registered before it ("0,2/1"; every
+    member registers its groups in the same order, so the label is the same on each). A group
+    destroyed before it was read labels nothing."""
+    if _world is None or not _group_of:
+        return {}
+    try:
+        _read()
+    except Exception:  # noqa: BLE001
+        return {}
+    return {str(tid): _groups[index][1] for tid, index in _group_of.items() if _groups[index][1]}
 
 
-def _note(before: set[int], args: tuple, kwargs: dict) -> None:
-    new = _threads_now() - before
-    if not new:
+def _registered(group) -> None:
+    """A group was registered: the threads that appeared since the one before are its."""
+    _read()
+    for entry in _groups:
+        if entry[0] == id(group) and entry[1] is None:
+            entry[1] = ""  # an id reused: that group was destroyed before it was read
+    now = _threads_now()
+    for tid in now - _seen:
+        _group_of[tid] = len(_groups)
+    _seen.update(now)
+    _groups.append([id(group), None])
+
+
+def _read() -> None:
+    """Label the groups registered so far whose ranks torch has set (it sets them just after it
+    registers a group: the last one may not have them yet)."""
+    if _world is None:
         return
-    size = kwargs.get("group_size", args[0] if args else None)
-    ranks = kwargs.get("global_ranks_in_group", args[2] if len(args) > 2 else None)
-    if not ranks and isinstance(size, int):
-        ranks = range(size)  # the default group: every rank
-    if ranks:
-        label = ",".join(str(rank) for rank in sorted(int(rank) for rank in ranks))
-        before_it = _made.get(label, 0)
-        _made[label] = before_it + 1
-        if before_it:
-            label += f"/{before_it}"
-        for tid in new:
-            _threads[tid] = label
+    ranks = {id(group): sorted(int(rank) for rank in mapping) for group, mapping in _world.pg_group_ranks.items()}
+    for index, entry in enumerate(_groups):
+        if entry[1] is not None:
+            continue
+        if entry[0] in ranks:
+            label = ",".join(str(rank) for rank in ranks[entry[0]])
+            before = sum(1 for other in _groups if other[1] and other[1].split("/")[0] == label)
+            entry[1] = f"{label}/{before}" if before else label
+        elif index < len(_groups) - 1:
+            entry[1] = ""  # destroyed before it was read
+
+
+def _forget() -> None:
+    """In a forked child: its threads are its own."""
+    _group_of.clear()
+    _groups.clear()
+    _seen.clear()
+    _seen.update(_threads_now())
 
 
 def _threads_now() -> set[int]:
-    """Every thread of the process now, by its tid. Not only those named THREAD_NAME: a new thread
-    names itself once it runs, which may be after the group's constructor has returned (tried: a
+    """Every thread of the process now, by its tid: not only those named ``pt_gloo_runloop``, since a
+    new thread names itself once it runs, which may be after its group is registered (tried: a
     group's threads were taken for the next group's)."""
     try:
         return {int(tid) for tid in os.listdir(_TASKS)}
