@@ -58,10 +58,11 @@ EARLY_LEVEL = 0.01
 NOISE_S = 0.001
 #: Why a rank the binomial test picks is not named (``why_not``).
 SLIGHT = "slight"
-#: It waited itself, in collectives of its other groups, at least WAITED_SHARE of what the others
-#: of this group waited for it: late here because it waited there (a tensor-parallel partner of a
-#: rank that stalls reaches their pair's collective late, having waited for that rank in its
-#: data-parallel pair; tried: tests/scripts/tp_dp_pairs.py, the partner the last in 30 of 30).
+#: It waited itself, in collectives of its other groups where another rank was late, at least
+#: WAITED_SHARE of what the others of this group waited for it: late here because it waited there
+#: (a tensor-parallel partner of a rank that stalls reaches their pair's collective late, having
+#: waited for that rank in its data-parallel pair; tried: tests/scripts/tp_dp_pairs.py, the partner
+#: the last in 30 of 30).
 WAITED = "waited"
 WAITED_SHARE = 0.5
 ONE_STEP = "one_step"
@@ -224,15 +225,20 @@ def refusal(found: dict[str, Any]) -> str:
 
 def _waited_elsewhere(passed: list[dict[str, Any]], waits: Waits) -> None:
     """Each rank that passed in a group, unless already refused: WAITED where its own wait a step,
-    over the same steps, in the collectives of its other groups (``waited_elsewhere_s``, and the
-    group it waited in most, ``waited_in``) is WAITED_SHARE of the others' extra wait for it here."""
+    over the same steps, in the collectives of its other groups in which another rank passed the
+    test (``waited_elsewhere_s``; ``waited_in``, the one it waited in most) is WAITED_SHARE of the
+    others' extra wait for it here. Only those groups: a rank's waits where no one was late (a
+    DDP job's broadcast beside its all-reduces) say nothing of why it was late."""
+    late_in: dict[str, set[int]] = {}
+    for found in passed:
+        late_in.setdefault(found["group"], set()).add(found["rank"])
     for found in passed:
         if found["why_not"] is not None:
             continue
-        steps = set(found["steps"])
+        steps, rank = set(found["steps"]), found["rank"]
         elsewhere: dict[str, float] = {}
-        for _, group, step, wait, _ in waits[found["rank"]]:
-            if group != found["group"] and step in steps:
+        for _, group, step, wait, _ in waits[rank]:
+            if group != found["group"] and step in steps and late_in.get(group, set()) - {rank}:
                 elsewhere[group] = elsewhere.get(group, 0.0) + wait
         if not elsewhere:
             continue

@@ -168,6 +168,18 @@ def test_a_partner_late_because_it_waited_for_the_stalled_rank_in_another_group_
     assert partner["waited_elsewhere_s"] > 0.02 and "waited for another rank" in collectives.refusal(partner)
 
 
+def test_a_late_rank_that_waits_in_another_group_where_no_rank_was_late_is_still_named():
+    """A DDP job's all-reduces wait for rank 2; in its broadcasts rank 2 is first and waits 20 ms for
+    the others, none of them late more often than chance: rank 2's wait there is no reason it was
+    late at the all-reduces, and it is named."""
+    waits = waits_of(4, 30, 1, {2: 0.03}, seed=1)
+    for rank, found in waits_of(4, 30, 1, {0: 0.02, 1: 0.02, 3: 0.02}, seed=2, group="gloo:broadcast").items():
+        waits[rank] += found
+    verdict = collectives.judge(waits)
+    assert [(named["rank"], named["group"]) for named in verdict["named"]] == [(2, "gloo:all_reduce")], verdict
+    assert "waited_elsewhere_s" not in verdict["named"][0]
+
+
 def test_the_ranks_named_on_one_host_name_the_host_when_they_are_most_of_its_ranks():
     rng = random.Random(7)
     waits: Waits = {rank: [] for rank in range(8)}
