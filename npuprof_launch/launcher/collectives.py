@@ -56,6 +56,8 @@ EARLY_LEVEL = 0.01
 #: ...and when the others wait this much a step longer for it at least: less is the order in which
 #: alike ranks reach a collective (findings.NOISE_S, the same millisecond).
 NOISE_S = 0.001
+#: A rank found by each step's widest round (_by_steps), not by all rounds: its ``counted``.
+STEPS = "steps"
 #: Why a rank the binomial test picks is not named (``why_not``).
 SLIGHT = "slight"
 #: It waited itself, in collectives of its other groups where another rank was late, at least
@@ -65,6 +67,7 @@ SLIGHT = "slight"
 #: the last in 30 of 30).
 WAITED = "waited"
 WAITED_SHARE = 0.5
+WAITED_LEVEL = 0.05
 ONE_STEP = "one_step"
 #: The rounds waited for it more often than chance in one half of the window's steps only: a rank
 #: the machine held back for a stretch (a busy core, seen on a loaded 2-core machine for 14 steps
@@ -103,6 +106,9 @@ class _Group(NamedTuple):
     per_step: dict[int, int]
     #: How many rounds each rank reached first (waited most in): an always early rank (_early)
     first: dict[int, int]
+    #: Each step's round of the widest spread between first and last to arrive: the rank it waited
+    #: for (None: a tie), by step
+    worst: dict[int, int | None]
 
 
 def judge(
@@ -168,6 +174,7 @@ def judge(
             if p_value >= level:
                 break
             passed.append(found)
+        passed += _by_steps(group, tested, alike, level, early, {found["rank"] for found in passed})
         effects = _effects(group, waits, [found["rank"] for found in passed]) if passed else {}
         for found in passed:
             found.update(effects[found["rank"]])
@@ -176,8 +183,10 @@ def judge(
                 for step, held in group.per_step.items()
                 if group.last_in_step.get((found["rank"], step), 0) * alike > held
             )
+            if found.get("counted") == STEPS:
+                often = found["last_in"]
             found["steps_last_often"] = often
-            found["halves_last_in"] = halves = _halves(group, found["rank"])
+            found["halves_last_in"] = halves = _halves(group, found["rank"], found.get("counted") == STEPS)
             found["why_not"] = (
                 ONE_STEP
                 if often <= STEPS_SHARE * len(group.per_step)
@@ -188,7 +197,8 @@ def judge(
                 else None
             )
         verdict["passed"].extend(passed)
-    _waited_elsewhere(verdict["passed"], waits)
+    members = {group.name: set(group.members) for group in groups}
+    _waited_elsewhere(verdict["passed"], waits, _late_at_all(groups, tested), members)
     named: dict[int, dict[str, Any]] = {}
     for found in verdict["passed"]:  # a rank late in several groups: named once, by its strongest
         if found["why_not"] is None and found["p_value"] < named.get(found["rank"], {}).get("p_value", 2.0):
@@ -223,22 +233,43 @@ def refusal(found: dict[str, Any]) -> str:
     return f"the others waited {wait_ms:.2f} ms a step longer, under 1 ms"
 
 
-def _waited_elsewhere(passed: list[dict[str, Any]], waits: Waits) -> None:
+def _late_at_all(groups: list[_Group], tested: int) -> dict[str, set[int]]:
+    """Each group's ranks that its rounds, or its steps' widest rounds, waited for more often than
+    chance at WAITED_LEVEL: lenient, since it only refuses a finding (a stalled rank the last in 12
+    of 13 rounds of its pair passes here and not the test, and its partner, late for waiting on it,
+    was named)."""
+    late: dict[str, set[int]] = {}
+    for group in groups:
+        alike = len(group.members) - len(_early(group))
+        worst: dict[int, int] = {}
+        for laggard in group.worst.values():
+            if laggard is not None:
+                worst[laggard] = worst.get(laggard, 0) + 1
+        for counts, of in ((group.last, len(group.rounds)), (worst, len(group.per_step))):
+            for rank, count in counts.items():
+                if tested * binomial_tail(count, of, 1 / alike) < WAITED_LEVEL:
+                    late.setdefault(group.name, set()).add(rank)
+    return late
+
+
+def _waited_elsewhere(
+    passed: list[dict[str, Any]], waits: Waits, late_in: dict[str, set[int]], members: dict[str, set[int]]
+) -> None:
     """Each rank that passed in a group, unless already refused: WAITED where its own wait a step,
-    over the same steps, in the collectives of its other groups in which another rank passed the
-    test (``waited_elsewhere_s``; ``waited_in``, the one it waited in most) is WAITED_SHARE of the
-    others' extra wait for it here. Only those groups: a rank's waits where no one was late (a
-    DDP job's broadcast beside its all-reduces) say nothing of why it was late."""
-    late_in: dict[str, set[int]] = {}
-    for found in passed:
-        late_in.setdefault(found["group"], set()).add(found["rank"])
+    over the same steps, in the collectives of its groups of other ranks in which another rank was
+    late (``late_in``, _late_at_all; ``waited_elsewhere_s``; ``waited_in``, the one it waited in
+    most) is WAITED_SHARE of the others' extra wait for it here. Only those groups: a rank's waits
+    where no one was late (a DDP job's broadcast beside its all-reduces) say nothing of why it was
+    late, nor do those among the same ranks (gloo's all-reduces beside its all-gathers in one
+    process group: FSDP2's stalled rank, waiting at the gradients' all-reduces as every rank does,
+    was refused once in five runs)."""
     for found in passed:
         if found["why_not"] is not None:
             continue
         steps, rank = set(found["steps"]), found["rank"]
         elsewhere: dict[str, float] = {}
         for _, group, step, wait, _ in waits[rank]:
-            if group != found["group"] and step in steps and late_in.get(group, set()) - {rank}:
+            if step in steps and late_in.get(group, set()) - {rank} and members[group] != members[found["group"]]:
                 elsewhere[group] = elsewhere.get(group, 0.0) + wait
         if not elsewhere:
             continue
@@ -264,14 +295,59 @@ def _early(group: _Group) -> list[int]:
     return early if members - len(early) >= 2 else []
 
 
-def _halves(group: _Group, rank: int) -> list[tuple[int, int]]:
-    """(rounds that waited for ``rank``, rounds) in the first and the second half of the group's steps."""
+def _halves(group: _Group, rank: int, by_steps: bool = False) -> list[tuple[int, int]]:
+    """(rounds that waited for ``rank``, rounds) in the first and the second half of the group's
+    steps; ``by_steps``: (steps whose widest round waited for it, steps)."""
     steps = sorted(group.per_step)
     middle = len(steps) // 2
+    if by_steps:
+        return [
+            (sum(1 for step in half if group.worst.get(step) == rank), len(half))
+            for half in (steps[:middle], steps[middle:])
+        ]
     return [
         (sum(group.last_in_step.get((rank, step), 0) for step in half), sum(group.per_step[step] for step in half))
         for half in (steps[:middle], steps[middle:])
     ]
+
+
+def _by_steps(
+    group: _Group, tested: int, alike: int, level: float, early: list[int], passed: set[int]
+) -> list[dict[str, Any]]:
+    """Where a step holds several rounds (FSDP's all-gathers, tensor parallelism's all-reduces): the
+    ranks each step's widest round waited for more often than chance, not already passed by the
+    rounds (``counted``: STEPS). A rank that stalls once a step is late at one of the step's rounds
+    alone, and the rest of them wait for no one in particular: counted by rounds, its lateness is
+    diluted (tried: FSDP2 on 4 ranks, one sleeping 30 ms before each backward, the others waiting
+    30-35 ms at its first all-gather: the last in 20 of 52 rounds at most, and "no rank stands
+    out"). Its p-value is doubled, for the second test made of the same window."""
+    if max(group.per_step.values()) < 2:
+        return []  # a round a step: the rounds' test is this one
+    counts: dict[int, int] = {}
+    for laggard in group.worst.values():
+        if laggard is not None:
+            counts[laggard] = counts.get(laggard, 0) + 1
+    found = []
+    for rank, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        p_value = min(1.0, 2 * tested * binomial_tail(count, len(group.per_step), 1 / alike))
+        if p_value >= level:
+            break
+        if rank not in passed:
+            found.append(
+                {
+                    "rank": rank,
+                    "group": group.name,
+                    "last_in": count,
+                    "rounds": len(group.per_step),
+                    "counted": STEPS,
+                    "collectives": len(group.keys),
+                    "ranks_compared": len(group.members),
+                    "members": list(group.members),
+                    "p_value": p_value,
+                    **({"early_ranks": early} if early else {}),
+                }
+            )
+    return found
 
 
 def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
@@ -316,7 +392,7 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             rounds[-1].append(key)
         if not rounds:
             continue
-        group = _Group(name, sorted(members[name]), set(), [], {}, {}, {}, {})
+        group = _Group(name, sorted(members[name]), set(), [], {}, {}, {}, {}, {})
         for keys in rounds:
             step = seen[keys[0]][1]
             group.keys.update(keys)
@@ -350,6 +426,11 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             if laggard is not None:
                 group.last[laggard] = group.last.get(laggard, 0) + 1
                 group.last_in_step[laggard, step] = group.last_in_step.get((laggard, step), 0) + 1
+        widest: dict[int, float] = {}
+        for step, laggard, keys in group.rounds:
+            spread = ends[keys[-1]][3] - ends[keys[-1]][1]
+            if spread > widest.get(step, -math.inf):
+                widest[step], group.worst[step] = spread, laggard
     return groups
 
 

@@ -161,6 +161,7 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
             "rounds": named["rounds"],
             "collectives": named["collectives"],
             "ranks_compared": named["ranks_compared"],
+            "counted": named.get("counted", "rounds"),
             "steps_last_often": named["steps_last_often"],
             "halves_last_in": named["halves_last_in"],
             "early_ranks": named.get("early_ranks", []),
@@ -272,6 +273,8 @@ def _counts(named: dict, each: dict) -> str:
     members = named.get("members") or []
     among = f" of {wording.who(members)}" if 1 < len(members) < each.get("ranks", 0) else ""
     chance = f"1 in {named['ranks_compared']} by chance; p = {named['p_value']:.2g}, level {each['level']:g}"
+    if named.get("counted") == collectives.STEPS:
+        return f"the collective{among} that waited longest in {named['last_in']} of {named['rounds']} steps ({chance})"
     return f"{named['last_in']} of {named['rounds']} rounds of collectives{among} ({chance})"
 
 

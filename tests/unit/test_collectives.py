@@ -168,6 +168,25 @@ def test_a_partner_late_because_it_waited_for_the_stalled_rank_in_another_group_
     assert partner["waited_elsewhere_s"] > 0.02 and "waited for another rank" in collectives.refusal(partner)
 
 
+def test_a_partner_is_refused_even_where_the_stalled_rank_falls_short_of_the_test_itself():
+    """13 steps: rank 3 the last in 12 of 13 rounds of its data-parallel pair (p = 0.014 for 8 ranks
+    tested: no finding), its partner rank 1 the last in 13 of 13 of theirs (p = 0.00098). Rank 1 is
+    refused all the same: it waited in a pair whose rounds waited for another rank more often than
+    chance at a lenient level. Seen on a loaded machine, where rank 1 was named."""
+    pairs = {"dp 1,3": ([1, 3], {3: 0.03}), "dp 0,2": ([0, 2], {}), "tp 0,1": ([0, 1], {1: 0.03})}
+    pairs["tp 2,3"] = ([2, 3], {})
+    waits: Waits = {rank: [] for rank in range(4)}
+    for seed, (group, (ranks, late)) in enumerate(pairs.items()):
+        for rank, found in waits_of(4, 13, 1, late, seed=seed, group=group, only=ranks).items():
+            if group == "dp 1,3":  # its first step: rank 1 held back instead
+                found = [one._replace(wait_s=0.001 if rank == 1 else 0.03) if one.step == 4 else one for one in found]
+            waits[rank] += found
+    verdict = collectives.judge(waits)
+    assert verdict["named"] == [], verdict["named"]
+    (partner,) = [found for found in verdict["passed"] if found["rank"] == 1]
+    assert partner["why_not"] == collectives.WAITED and partner["waited_in"] == "dp 1,3", partner
+
+
 def test_a_late_rank_that_waits_in_another_group_where_no_rank_was_late_is_still_named():
     """A DDP job's all-reduces wait for rank 2; in its broadcasts rank 2 is first and waits 20 ms for
     the others, none of them late more often than chance: rank 2's wait there is no reason it was
