@@ -90,24 +90,30 @@ def test_a_rank_on_30_percent_more_rows_is_named_from_13_steps_and_its_thread_ra
         assert "its stepping thread ran on a CPU" in slow["evidence"], slow  # steps 5-16, 18-19: not 4 nor 17
 
 
+def stalled_rank_named(tmp_path, job_script: str, *, rank: int, active: int) -> tuple[dict, dict]:
+    """``job_script`` on 4 ranks, ``rank`` sleeping 30 ms a step, steps 4 to 3 + ``active`` profiled:
+    the one slow rank its report names (``rank``, asserted) and its finding."""
+    out = str(tmp_path / "out")
+    job = [*TORCHRUN, script(job_script), "--slow-rank", str(rank), "--slow-ms", "30", "--steps", str(active + 6)]
+    assert_ok(npuprof(["--skip-first", "3", "--active", str(active), "--output-dir", out, "--", *job], env=env()))
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+    found = report["job"]["slow_ranks"]
+    assert [slow["rank"] for slow in found] == [rank], slow_rank_evidence(report)
+    (item,) = [one for one in report["findings"] if one["kind"] == "waited_for_rank"]
+    return found[0], item
+
+
 @pytest.mark.xdist_group("collective_judge_pairs")
 def test_a_stalled_rank_among_tensor_and_data_parallel_pairs_is_named_within_its_own_group(tmp_path):
     """gloo's ranges name no process group: matched by order alone, rank 0's pair's all-reduce and
     rank 2's were one collective, and a rank stalling 30 ms a step (3x the step) was "no rank stands
     out". Each group's worker threads are recorded as the group is made (groupthreads.py), and the
     collectives are matched within each pair."""
-    out = str(tmp_path / "out")
-    job = [*TORCHRUN, script("tp_dp_pairs.py"), "--slow-rank", "3", "--slow-ms", "30", "--steps", "36"]
-    assert_ok(npuprof(["--skip-first", "3", "--active", "30", "--output-dir", out, "--", *job], env=env()))
-    code, report = check_json(out)
-    assert code == 0, report["problems"]
-    found = report["job"]["slow_ranks"]
-    assert [slow["rank"] for slow in found] == [3], slow_rank_evidence(report)
-    (slow,) = found
+    slow, item = stalled_rank_named(tmp_path, "tp_dp_pairs.py", rank=3, active=30)
     assert slow["rule"] == "per_collective" and slow["ranks_compared"] == 2, slow
     assert slow["group"] in ("gloo:all_reduce 1,3", "gloo:all_reduce 2,3"), slow
     assert slow["wait_per_step_s"] > 0.015, "the 30 ms stall, less the partner's own wait"
-    (item,) = [one for one in report["findings"] if one["kind"] == "waited_for_rank"]
     assert "collectives of ranks " in item["text"] or "collective of ranks " in item["text"], item["text"]
     groups = {}
     for path in (tmp_path / "out" / "npuprof_status").glob("*.json"):
@@ -127,15 +133,7 @@ def test_a_stalled_rank_among_tensor_and_data_parallel_pairs_is_named_within_its
 def test_an_fsdp2_rank_stalling_before_each_backward_is_named_by_the_longest_wait_of_each_step(tmp_path):
     """The others wait for it at one of a step's eight all-gathers: counted by rounds it was the last
     in 20 of 52 at most ("no rank stands out"); each step's widest round waited for it."""
-    out = str(tmp_path / "out")
-    job = [*TORCHRUN, script("fsdp2_stall.py"), "--slow-rank", "2", "--slow-ms", "30", "--steps", "20"]
-    assert_ok(npuprof(["--skip-first", "3", "--active", "13", "--output-dir", out, "--", *job], env=env()))
-    code, report = check_json(out)
-    assert code == 0, report["problems"]
-    found = report["job"]["slow_ranks"]
-    assert [slow["rank"] for slow in found] == [2], slow_rank_evidence(report)
-    (slow,) = found
+    slow, item = stalled_rank_named(tmp_path, "fsdp2_stall.py", rank=2, active=13)
     assert slow["rule"] == "per_collective" and slow["counted"] == "steps", slow
     assert slow["last_in"] >= 11 and slow["rounds"] == 13 and slow["wait_per_step_s"] > 0.015, slow
-    (item,) = [one for one in report["findings"] if one["kind"] == "waited_for_rank"]
     assert "the collective that waited longest in " in item["text"], item["text"]
