@@ -37,7 +37,7 @@ _TASKS = "/proc/self/task"
 _groups: list[list] = []
 _group_of: dict[int, int] = {}
 _seen: set[int] = set()
-_registry: dict | None = None
+#: torch's registry (its ``_world``) once installed: the map's source of ranks, and the mark it is.
 _world = None
 
 
@@ -60,9 +60,9 @@ def install(c10d) -> bool:
     """Note every process group ``c10d`` (torch.distributed.distributed_c10d) registers from now on;
     False where its registry is not the module's ``_pg_map`` dict (a torch this was not tried on), or
     there is no /proc."""
-    global _registry, _world
+    global _world
     current, world = getattr(c10d, "_pg_map", None), getattr(c10d, "_world", None)
-    if _registry is not None or type(current) is not dict or world is None or not os.path.isdir(_TASKS):
+    if _world is not None or type(current) is not dict or world is None or not os.path.isdir(_TASKS):
         return False
     noting = _Noting(current)
     c10d._pg_map = noting
@@ -73,7 +73,7 @@ def install(c10d) -> bool:
     if not held:  # its pg_map is not the module global: put it back as it was
         c10d._pg_map = current
         return False
-    _registry, _world = noting, world
+    _world = world
     _seen.update(_threads_now())
     os.register_at_fork(after_in_child=_forget)
     return True

@@ -151,42 +151,36 @@ def judge(
     verdict.update(rounds=len(main.rounds), collectives=len(main.keys), ranks_compared=len(main.members))
     verdict.update(steps=len(main.per_step), per_step=per_step)
     verdict["last_by_rank"] = {rank: main.last.get(rank, 0) for rank in main.members}
+    late_in: dict[str, set[int]] = {}
     for group in groups:
         passed = []
         early = _early(group)
         alike = len(group.members) - len(early)  # the ranks that take the last place by chance
         for rank, count in sorted(group.last.items(), key=lambda kv: (-kv[1], kv[0])):
             p_value = min(1.0, tested * binomial_tail(count, len(group.rounds), 1 / alike))
-            found: dict[str, Any] = {
-                "rank": rank,
-                "group": group.name,
-                "last_in": count,
-                "rounds": len(group.rounds),
-                "collectives": len(group.keys),
-                "ranks_compared": len(group.members),
-                "members": list(group.members),
-                "p_value": p_value,
-            }
-            if early:
-                found["early_ranks"] = early
+            found = _found(group, rank, count, len(group.rounds), p_value, early)
             if verdict["top"] is None or p_value < verdict["top"]["p_value"]:
                 verdict["top"] = found
             if p_value >= level:
                 break
             passed.append(found)
         passed += _by_steps(group, tested, alike, level, early, {found["rank"] for found in passed})
+        late_in[group.name] = _late_at_all(group, tested, alike)
         effects = _effects(group, waits, [found["rank"] for found in passed]) if passed else {}
         for found in passed:
             found.update(effects[found["rank"]])
-            often = sum(
-                1
-                for step, held in group.per_step.items()
-                if group.last_in_step.get((found["rank"], step), 0) * alike > held
+            by_steps = found.get("counted") == STEPS
+            often = (
+                found["last_in"]
+                if by_steps
+                else sum(
+                    1
+                    for step, held in group.per_step.items()
+                    if group.last_in_step.get((found["rank"], step), 0) * alike > held
+                )
             )
-            if found.get("counted") == STEPS:
-                often = found["last_in"]
             found["steps_last_often"] = often
-            found["halves_last_in"] = halves = _halves(group, found["rank"], found.get("counted") == STEPS)
+            found["halves_last_in"] = halves = _halves(group, found["rank"], by_steps)
             found["why_not"] = (
                 ONE_STEP
                 if often <= STEPS_SHARE * len(group.per_step)
@@ -198,7 +192,7 @@ def judge(
             )
         verdict["passed"].extend(passed)
     members = {group.name: set(group.members) for group in groups}
-    _waited_elsewhere(verdict["passed"], waits, _late_at_all(groups, tested), members)
+    _waited_elsewhere(verdict["passed"], waits, late_in, members)
     named: dict[int, dict[str, Any]] = {}
     for found in verdict["passed"]:  # a rank late in several groups: named once, by its strongest
         if found["why_not"] is None and found["p_value"] < named.get(found["rank"], {}).get("p_value", 2.0):
@@ -233,22 +227,16 @@ def refusal(found: dict[str, Any]) -> str:
     return f"the others waited {wait_ms:.2f} ms a step longer, under 1 ms"
 
 
-def _late_at_all(groups: list[_Group], tested: int) -> dict[str, set[int]]:
-    """Each group's ranks that its rounds, or its steps' widest rounds, waited for more often than
+def _late_at_all(group: _Group, tested: int, alike: int) -> set[int]:
+    """The group's ranks that its rounds, or its steps' widest rounds, waited for more often than
     chance at WAITED_LEVEL: lenient, since it only refuses a finding (a stalled rank the last in 12
     of 13 rounds of its pair passes here and not the test, and its partner, late for waiting on it,
     was named)."""
-    late: dict[str, set[int]] = {}
-    for group in groups:
-        alike = len(group.members) - len(_early(group))
-        worst: dict[int, int] = {}
-        for laggard in group.worst.values():
-            if laggard is not None:
-                worst[laggard] = worst.get(laggard, 0) + 1
-        for counts, of in ((group.last, len(group.rounds)), (worst, len(group.per_step))):
-            for rank, count in counts.items():
-                if tested * binomial_tail(count, of, 1 / alike) < WAITED_LEVEL:
-                    late.setdefault(group.name, set()).add(rank)
+    late = set()
+    for counts, of in ((group.last, len(group.rounds)), (_worst_counts(group), len(group.per_step))):
+        for rank, count in counts.items():
+            if tested * binomial_tail(count, of, 1 / alike) < WAITED_LEVEL:
+                late.add(rank)
     return late
 
 
@@ -323,30 +311,36 @@ def _by_steps(
     out"). Its p-value is doubled, for the second test made of the same window."""
     if max(group.per_step.values()) < 2:
         return []  # a round a step: the rounds' test is this one
-    counts: dict[int, int] = {}
-    for laggard in group.worst.values():
-        if laggard is not None:
-            counts[laggard] = counts.get(laggard, 0) + 1
     found = []
-    for rank, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+    for rank, count in sorted(_worst_counts(group).items(), key=lambda kv: (-kv[1], kv[0])):
         p_value = min(1.0, 2 * tested * binomial_tail(count, len(group.per_step), 1 / alike))
         if p_value >= level:
             break
         if rank not in passed:
-            found.append(
-                {
-                    "rank": rank,
-                    "group": group.name,
-                    "last_in": count,
-                    "rounds": len(group.per_step),
-                    "counted": STEPS,
-                    "collectives": len(group.keys),
-                    "ranks_compared": len(group.members),
-                    "members": list(group.members),
-                    "p_value": p_value,
-                    **({"early_ranks": early} if early else {}),
-                }
-            )
+            found.append(_found(group, rank, count, len(group.per_step), p_value, early, counted=STEPS))
+    return found
+
+
+def _worst_counts(group: _Group) -> dict[int, int]:
+    """How many steps' widest round waited for each rank."""
+    counts: dict[int, int] = {}
+    for laggard in group.worst.values():
+        if laggard is not None:
+            counts[laggard] = counts.get(laggard, 0) + 1
+    return counts
+
+
+def _found(
+    group: _Group, rank: int, count: int, of: int, p_value: float, early: list[int], counted: str | None = None
+) -> dict[str, Any]:
+    """A rank's test in ``group``: the last in ``count`` of ``of`` rounds (or steps, ``counted``)."""
+    found: dict[str, Any] = {"rank": rank, "group": group.name, "last_in": count, "rounds": of}
+    if counted is not None:
+        found["counted"] = counted
+    found.update(collectives=len(group.keys), ranks_compared=len(group.members), members=list(group.members))
+    found["p_value"] = p_value
+    if early:
+        found["early_ranks"] = early
     return found
 
 

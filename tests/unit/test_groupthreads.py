@@ -55,14 +55,14 @@ class C10d:
 def c10d():
     module = C10d()
     groupthreads._forget()
-    groupthreads._registry = groupthreads._world = None
+    groupthreads._world = None
     yield module
     module.done.set()
     for group in module.made:
         for thread in group.threads:
             thread.join()
     groupthreads._forget()
-    groupthreads._registry = groupthreads._world = None
+    groupthreads._world = None
 
 
 def test_the_threads_a_group_starts_are_mapped_to_its_ranks(c10d):
