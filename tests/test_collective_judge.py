@@ -130,10 +130,16 @@ def test_a_stalled_rank_among_tensor_and_data_parallel_pairs_is_named_within_its
 
 
 @pytest.mark.xdist_group("collective_judge_fsdp")
-def test_an_fsdp2_rank_stalling_before_each_backward_is_named_by_the_longest_wait_of_each_step(tmp_path):
-    """The others wait for it at one of a step's eight all-gathers: counted by rounds it was the last
-    in 20 of 52 at most ("no rank stands out"); each step's widest round waited for it."""
+def test_an_fsdp2_rank_stalling_before_each_backward_is_named_by_its_rounds_or_each_steps_longest_wait(tmp_path):
+    """The others wait for it at one of a step's eight all-gathers: beside two CPU hogs, counted by
+    rounds it was the last in 20 of 52 at most ("no rank stands out"), and each step's widest round
+    waited for it. On a machine of more cores (CI's) the other all-gathers wait for it too, and the
+    rounds name it (the last in 46 of 52): either count is the evidence, and the text says which."""
     slow, item = stalled_rank_named(tmp_path, "fsdp2_stall.py", rank=2, active=13)
-    assert slow["rule"] == "per_collective" and slow["counted"] == "steps", slow
-    assert slow["last_in"] >= 11 and slow["rounds"] == 13 and slow["wait_per_step_s"] > 0.015, slow
-    assert "the collective that waited longest in " in item["text"], item["text"]
+    assert slow["rule"] == "per_collective" and slow["wait_per_step_s"] > 0.015, slow
+    if slow["counted"] == "steps":
+        assert slow["last_in"] >= 11 and slow["rounds"] == 13, slow
+        assert "the collective that waited longest in " in item["text"], item["text"]
+    else:
+        assert slow["counted"] == "rounds" and slow["rounds"] > 13 and slow["p_value"] < 0.001, slow
+        assert "the collective that waited longest in " not in item["text"], item["text"]

@@ -27,12 +27,14 @@ def waits_of(
     group: str = "gloo:all_reduce",
     only: list[int] | None = None,
     blocking: bool = False,
+    late_at: int | None = None,
 ) -> Waits:
     """Each rank's collectives of ``steps`` steps (4 on) of ``per_step`` all-reduces: every rank
     reaches each at a random moment (10 ms of spread), rank r ``late[r]`` seconds later than that,
     and waits from then to the moment the last one reached it, plus 2 ms of transfer. DDP's buckets
     by default: offered 1 ms apart, in flight together (a round a step); ``blocking``: each reached
-    1 ms after the one before is done (tensor parallelism's all-reduces: a round each)."""
+    1 ms after the one before is done (tensor parallelism's all-reduces: a round each); ``late_at``:
+    the ranks are late at that one of each step's collectives alone (FSDP's stall before backward)."""
     rng = random.Random(seed)
     late = late or {}
     members = only if only is not None else list(range(ranks))
@@ -41,7 +43,8 @@ def waits_of(
         free = 0.0
         for index in range(per_step):
             base = free if blocking else 0.001 * index
-            reach = {rank: base + rng.uniform(0, 0.01) + late.get(rank, 0.0) for rank in members}
+            lateness = late if late_at in (None, index) else {}
+            reach = {rank: base + rng.uniform(0, 0.01) + lateness.get(rank, 0.0) for rank in members}
             done = max(reach.values()) + 0.002
             free = done + 0.001
             for rank in members:
@@ -86,6 +89,21 @@ def test_a_different_rank_late_at_every_bucket_of_each_step_names_no_one():
     first_three = {rank: [one for one in found if one.step < 7] for rank, found in waits.items()}
     by_collectives = collectives.binomial_tail(24, 24, 1 / 4) * 4
     assert by_collectives < 0.001 and collectives.judge(first_three)["named"] == [], "24 of 24 collectives"
+
+
+def test_a_rank_late_at_one_of_each_steps_rounds_is_named_by_each_steps_widest_round():
+    """FSDP2, a rank sleeping before each backward: the others wait for it at one all-gather of a
+    step's eight and for no one in particular at the rest. Counted by rounds it is diluted (the last
+    in about 13 + 91/4 of 104); each step's widest round waited for it in 13 of 13 steps."""
+    waits = waits_of(4, 13, 8, late={2: 0.03}, blocking=True, late_at=3, seed=7)
+    verdict = collectives.judge(waits)
+    (named,) = verdict["named"]
+    assert named["rank"] == 2 and named["counted"] == collectives.STEPS, named
+    assert named["last_in"] == named["rounds"] == 13 and named["steps_last_often"] == 13
+    assert math.isclose(named["p_value"], 2 * 4 * 0.25**13), "doubled: the window's second test"
+    assert [found["rank"] for found in verdict["passed"]] == [2], "the rounds' test did not pass it"
+    plain = collectives.judge(waits_of(4, 13, 8, blocking=True, seed=7))
+    assert plain["named"] == [] and plain["passed"] == [], "the same rounds, no one late: no one by steps"
 
 
 def test_alike_ranks_name_no_one_and_a_window_of_enough_rounds_says_so():
