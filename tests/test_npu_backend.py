@@ -4,7 +4,9 @@ schedule, stop), asserting on what torch_npu was asked to do and on the files an
 from __future__ import annotations
 
 import glob
+import json
 import os
+from pathlib import Path
 
 import pytest
 from answers import check_json, texts
@@ -232,6 +234,15 @@ def test_a_window_cut_short_by_the_end_of_the_job_is_stopped_and_handed_over(out
     assert status["partial_traces"] == 1 and status["windows_completed"] == 0
     assert any("cut short" in warning for warning in status["warnings"])
     assert status["windows"][0]["profiler_steps_from"] == 5
+    # Stopped at the process's exit, torch_npu's parse cannot start its pool ("can't register atexit
+    # after shutdown") and warns that it failed: the aftercare waits for no parse. It waited 600 s
+    # for one, so the launcher's report found it still running (the process's end and the launcher
+    # each waited 120 s for it).
+    assert any("Profiling data parsing failed" in warning for warning in status["warnings"])
+    care = json.loads((Path(out) / status["windows"][0]["aftercare"]).read_text())
+    assert care["status"] == "done" and care["traces"], care
+    code, report = check_json(out)
+    assert any("never parsed; run npuprof-run --analyse" in problem for problem in texts(report["problems"]))
 
 
 def test_a_release_without_a_step_offset_numbers_each_window_from_0(out, record):

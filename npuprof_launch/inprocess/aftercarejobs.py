@@ -64,7 +64,7 @@ class AftercareJobs:
                     gzip_traces=gzip_traces,
                     stage=self._stage_root,
                     home=self._output_dir,
-                    parsed=getattr(backend, "parses", False),
+                    parsed=getattr(backend, "parse_pending", False),
                     threads=groupthreads.threads(),
                 ),
                 env=names.without_hook(os.environ),

@@ -379,6 +379,9 @@ class NpuBackend:
         #: Whether torch_npu parses each window (``analyse_flag``): without it (--no-analyse) the
         #: session keeps raw data only and no ``analyse.done`` ever comes, so nothing may wait for one.
         self.parses = True
+        #: Whether the window last exported is being parsed: torch_npu parses, and its handler did
+        #: not say the parse failed (export). The window's aftercare waits for that parse alone.
+        self.parse_pending = False
 
     def build(self, *, config, window, on_trace_ready, output_dir: str, worker: str):
         """Create the trace handler first: calling torch_npu's factory sets the process-wide output
@@ -446,8 +449,10 @@ class NpuBackend:
         the session directory that torch_npu created for it when the window started."""
         if self._handler is None:
             raise RuntimeError("no torch_npu trace handler: the window was never built")
+        _PARSE_FAILED[0] = False
         with _parse_on_stderr():
             self._handler(prof)
+        self.parse_pending = self.parses and not _PARSE_FAILED[0]
         new = sorted(_session_dirs(output_dir, worker) - self._reported)
         self._reported.update(new)
         return [os.path.join(output_dir, name) for name in new]
@@ -479,6 +484,13 @@ def count_from(prof, first: int) -> int:
 
 #: True while torch_npu's trace handler runs in this process (``export``).
 _EXPORTING = [False]
+#: Set when torch_npu's handler, while it runs, warns that its parse failed (ProfInterface.analyse
+#: catches the parse's exception and warns, in every release read). A window stopped at the
+#: process's exit is one: its pool cannot start after the interpreter began to shut down ("can't
+#: register atexit after shutdown"). Its aftercare must not wait for a parse that will not come
+#: (it waited 600 s; the process's end and the launcher 120 s each).
+_PARSE_FAILED = [False]
+PARSE_FAILED = "Profiling data parsing failed"
 _FORK_HOOK = [False]
 
 
@@ -537,6 +549,8 @@ def watch_messages(note) -> None:
 def _noting(original, kind: str, note):
     def print_msg(message, *args, **kwargs):
         try:
+            if _EXPORTING[0] and str(message).startswith(PARSE_FAILED):
+                _PARSE_FAILED[0] = True
             if not str(message).startswith(OWN_WARNINGS):
                 note(kind, str(message))
         except Exception:  # noqa: BLE001 - torch_npu's own message must go out whatever we do
