@@ -245,6 +245,27 @@ def test_a_window_cut_short_by_the_end_of_the_job_is_stopped_and_handed_over(out
     assert any("never parsed; run npuprof-run --analyse" in problem for problem in texts(report["problems"]))
 
 
+def test_a_window_torch_npu_refuses_to_parse_in_a_daemon_process_is_waited_for_by_no_one(out, record):
+    """torch_npu parses nothing in a daemon process and prints an error: the window's aftercare does
+    not wait for that parse (it waited 600 s, and the trainer's exit was held 120 s of the job's own
+    time for it); the answer names the error and the offline parse."""
+    result = npuprof(
+        ["--output-dir", out, "--backend", "npu", "--skip-first", "2", "--active", "2", "--", PYTHON]
+        + [script("daemon_train.py"), "--steps", "8"],
+        env=standin_env(record),
+    )
+    assert_ok(result)
+    assert "exit 0" in result.stdout
+    (status,) = status_records(out)
+    assert status["windows_completed"] == 1 and len(status["profiler_errors"]) == 1
+    assert "during the daemon process" in status["profiler_errors"][0]
+    care = json.loads((Path(out) / status["windows"][0]["aftercare"]).read_text())
+    assert care["status"] == "done" and care["traces"], care
+    code, report = check_json(out)
+    problems = texts(report["problems"])
+    assert code == 1 and any("never parsed; run npuprof-run --analyse" in problem for problem in problems)
+
+
 def test_a_release_without_a_step_offset_numbers_each_window_from_0(out, record):
     """torch_npu 2.4.0 (and up to 2.5.1) has no _step_num_offset: its own numbering, said in the record."""
     assert_ok(run(out, record, ["--backend", "npu", "--skip-first", "2", "--active", "2"], version="2.4.0"))

@@ -484,11 +484,13 @@ def count_from(prof, first: int) -> int:
 
 #: True while torch_npu's trace handler runs in this process (``export``).
 _EXPORTING = [False]
-#: Set when torch_npu's handler, while it runs, warns that its parse failed (ProfInterface.analyse
-#: catches the parse's exception and warns, in every release read). A window stopped at the
-#: process's exit is one: its pool cannot start after the interpreter began to shut down ("can't
-#: register atexit after shutdown"). Its aftercare must not wait for a parse that will not come
-#: (it waited 600 s; the process's end and the launcher 120 s each).
+#: Set when torch_npu's handler, while it runs in this process, prints an error or warns that its
+#: parse failed: no parse will come, and the window's aftercare must not wait for one (it waited
+#: 600 s; the process's end, in the job's own time, and the launcher 120 s each). ProfInterface.
+#: analyse catches the parse's exception and warns, in every release read: a window stopped at the
+#: process's exit is one, its pool cannot start once the interpreter shuts down ("can't register
+#: atexit after shutdown"). NpuProfiler.analyse in a daemon process prints an error and parses
+#: nothing. The parse's own errors are printed in its forks, never here.
 _PARSE_FAILED = [False]
 PARSE_FAILED = "Profiling data parsing failed"
 _FORK_HOOK = [False]
@@ -549,7 +551,7 @@ def watch_messages(note) -> None:
 def _noting(original, kind: str, note):
     def print_msg(message, *args, **kwargs):
         try:
-            if _EXPORTING[0] and str(message).startswith(PARSE_FAILED):
+            if _EXPORTING[0] and (kind == "error" or str(message).startswith(PARSE_FAILED)):
                 _PARSE_FAILED[0] = True
             if not str(message).startswith(OWN_WARNINGS):
                 note(kind, str(message))
