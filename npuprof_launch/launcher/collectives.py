@@ -307,8 +307,8 @@ def _by_steps(
     rounds (``counted``: STEPS). A rank that stalls once a step is late at one of the step's rounds
     alone, and the rest of them wait for no one in particular: counted by rounds, its lateness is
     diluted (tried: FSDP2 on 4 ranks, one sleeping 30 ms before each backward, the others waiting
-    30-35 ms at its first all-gather: the last in 20 of 52 rounds at most, and "no rank stands
-    out"). Its p-value is doubled, for the second test made of the same window."""
+    30-35 ms at its first all-gather: the last in 20 to 44 of 104 rounds, "no rank stands out"
+    but once, at 44). Its p-value is doubled, for the second test made of the same window."""
     if max(group.per_step.values()) < 2:
         return []  # a round a step: the rounds' test is this one
     found = []
