@@ -16,7 +16,7 @@ traces (report.py).
 from __future__ import annotations
 
 from npuprof_launch.common import findings, stepstats
-from npuprof_launch.launcher import collectives, cputime, wording
+from npuprof_launch.launcher import collectives, cputime, stepwaits, wording
 
 #: The rule a finding or "no rank stands out" rests on (its evidence's ``rule``).
 PER_COLLECTIVE = "per_collective"
@@ -103,7 +103,7 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None, 
         found, why = _by_total_time(measured)
         short = _too_few(each)
         for _, finding in found:
-            finding.update(rule=TOTAL_TIME, **short)
+            finding.update({"rule": finding.get("rule", TOTAL_TIME), **short})
         evidence = {"rule": TOTAL_TIME, **short} if why is not None else {}
     if why is not None and ran_why:
         why += f"; {ran_why}"
@@ -128,9 +128,9 @@ def _each(measured: list[dict]) -> dict | None:
     if len(lists) < len(measured):  # a rank whose trace does not tell them, or two rows of one rank
         return None
     share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in measured), 0.5)
-    if share < COLLECTIVE_SHARE or min(recorded_steps(p) for p in measured) < EACH_MIN_STEPS:
+    if share < COLLECTIVE_SHARE or min(stepwaits.recorded_steps(p) for p in measured) < EACH_MIN_STEPS:
         return None
-    cpu = {p["rank"]: _cpu_wait_by_step(p) for p in measured}
+    cpu = {p["rank"]: stepwaits.cpu_wait_by_step(p) for p in measured}
     return collectives.judge(lists, cpu=cpu, hosts={p["rank"]: p.get("host") for p in measured})
 
 
@@ -151,7 +151,7 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
             continue
         if not any(named is kept for kept in each["named"]):
             continue  # the same rank, late in another group too: named once, by its strongest
-        cpu_s = _cpu_excess(process, [p for p in measured if p is not process]) / len(named["steps"])
+        cpu_s = stepwaits.cpu_excess(process, [p for p in measured if p is not process]) / len(named["steps"])
         host = f"; so are most ranks of its host, {each['host']}" if each.get("host") else ""
         finding = {
             "rank": named["rank"],
@@ -286,24 +286,6 @@ def _too_few(each: dict | None) -> dict:
     return {"rounds": each["rounds"], "rounds_needed": each["needed"], "window_steps_needed": each["window_steps"]}
 
 
-def _cpu_wait_by_step(process: dict) -> dict[int, float]:
-    """What the process's stepping thread waited for a CPU in each of its recorded steps (the job's
-    numbering): its block's wait, shared among the block's steps (each profiled step is a block of
-    its own), or the bound of a block not kept."""
-    found = {}
-    for step, wait in _recorded_waits(process):
-        low, high = wait.get("cpu_wait_steps") or (step, step)
-        found[step] = wait["cpu_wait_s"] / (high - low + 1)
-    return found
-
-
-def _cpu_excess(process: dict, others: list[dict]) -> float:
-    """What ``process`` waited for a CPU in its recorded steps past the others' median (evidence:
-    the collectives' test has taken it off already)."""
-    theirs = sorted(sum(_cpu_wait_by_step(p).values()) for p in others)
-    return max(0.0, sum(_cpu_wait_by_step(process).values()) - stepstats.quantile(theirs, 0.5)) if theirs else 0.0
-
-
 def _by_total_time(measured: list[dict]) -> tuple[list[tuple[dict, dict]], str | None]:
     """In lockstep: the rank that waits least in its collectives is the one the others wait for.
 
@@ -324,7 +306,7 @@ def _by_total_time(measured: list[dict]) -> tuple[list[tuple[dict, dict]], str |
     why: dict[int, str] = {}
     for process in measured:
         others, typical, low, high, share = _against(process, measured)
-        recorded = recorded_steps(process)
+        recorded = stepwaits.recorded_steps(process)
         own = process["collective_s"]
         ratio = COLLECTIVE_RATIO_MANY if len(others) >= 3 else COLLECTIVE_RATIO
         if share < COLLECTIVE_SHARE:
@@ -341,8 +323,10 @@ def _by_total_time(measured: list[dict]) -> tuple[list[tuple[dict, dict]], str |
         elif own >= low - (high - low):
             reason = "the others are spread among themselves by more than it is below the least of them"
         else:
+            step_s = _job_step([process, *others])
+            every = stepwaits.every_step(process, others, step_s) if step_s else None
             reason = _why_not_its_work(process, others, typical - own) or _why_not_the_jobs(
-                process, others, typical - own, recorded
+                process, others, typical - own, recorded, every
             )
         if reason is not None:
             why[id(process)] = (
@@ -370,6 +354,9 @@ def _by_total_time(measured: list[dict]) -> tuple[list[tuple[dict, dict]], str |
                 },
             )
         )
+        if every and every["named"] and step_s and (typical - own) / recorded < COLLECTIVE_MIN_WAIT * step_s:
+            found[-1][1].update(rule=stepwaits.EVERY_STEP, every_step=every)
+            found[-1][1]["evidence"] += f"; {stepwaits.text(every, step_s)}"
     found.sort(key=lambda pair: pair[1]["collective_s"] / max(pair[1]["others_collective_s"], 1e-12))
     least = min(measured, key=lambda p: p["collective_s"])
     return found, None if found else why.get(id(least))
@@ -391,7 +378,7 @@ def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
     if len(measured) < 2:
         return []
     process = min(measured, key=lambda p: p["collective_s"])
-    recorded = recorded_steps(process)
+    recorded = stepwaits.recorded_steps(process)
     medians = sorted(p["step_stats"]["median_s"] for p in measured if p.get("step_stats"))
     if not 1 <= recorded < COLLECTIVE_MIN_STEPS or not medians:
         return []
@@ -401,10 +388,10 @@ def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
         return []
     step_s = stepstats.quantile(medians, 0.5)
     per_step = (typical - own) / recorded
-    cpu_s, bound = _cpu_wait_in(process)
+    cpu_s, bound = stepwaits.cpu_wait_in(process)
     own_work = process["window_s"] - own - cpu_s
     works = sorted(p["window_s"] - p["collective_s"] for p in others)
-    work, machine = stepstats.quantile(works, 0.5), _cpu_excess(process, others) / recorded
+    work, machine = stepstats.quantile(works, 0.5), stepwaits.cpu_excess(process, others) / recorded
     if per_step - machine < ONE_OFF_WAIT_STEPS * step_s or own_work < ONE_OFF_WORK_RATIO * work:
         return []
     if _why_not_its_work(process, others, typical - own) is not None:
@@ -464,32 +451,6 @@ def _against(process: dict, measured: list[dict]) -> tuple[list[dict], float, fl
     return others, stepstats.quantile(waits, 0.5), waits[0], waits[-1], share
 
 
-def _cpu_wait_in(process: dict) -> tuple[float, bool]:
-    """What the process's stepping thread waited for a CPU in the blocks of readings that hold its
-    recorded steps (each block once; a bound where a block was not kept), 0.0 where none is known;
-    and whether a bound is in it. The windows count the job's steps, the readings the process's
-    (a resumed job's ``step_offset`` apart)."""
-    blocks, bound = {}, False
-    for step, wait in _recorded_waits(process):
-        blocks[tuple(wait.get("cpu_wait_steps") or (step, step))] = wait["cpu_wait_s"]
-        bound = bound or bool(wait.get("cpu_wait_at_most"))
-    return float(sum(blocks.values())), bound
-
-
-def _recorded_waits(process: dict):
-    """``(step, its block's wait for a CPU)`` for each recorded step whose block is known (the job's
-    numbering; the readings count the process's steps, a resumed job's ``step_offset`` apart)."""
-    offset = process.get("step_offset") or 0
-    for window in process.get("windows") or ():
-        first = window.get("first_step")
-        if first is None:
-            continue
-        for step in range(first, (window.get("last_step") or first) + 1):
-            wait = stepstats.cpu_wait_of(process.get("cpu_wait"), step - offset)
-            if wait:
-                yield step, wait
-
-
 def _span_ms(low: float, high: float) -> str:
     """ "20-31 ms", or "20 ms" when both read the same."""
     return f"{_wait_ms(low)}-{_wait_ms(high)} ms" if _wait_ms(low) != _wait_ms(high) else f"{_wait_ms(high)} ms"
@@ -524,7 +485,9 @@ def _why_not_its_work(process: dict, others: list[dict], advantage_s: float) -> 
     )
 
 
-def _why_not_the_jobs(process: dict, others: list[dict], advantage_s: float, recorded: int) -> str | None:
+def _why_not_the_jobs(
+    process: dict, others: list[dict], advantage_s: float, recorded: int, every: dict | None
+) -> str | None:
     """Why the others' longer waits, per recorded step, cannot be the job's or are not worth a run;
     None when they can and are.
 
@@ -550,12 +513,11 @@ def _why_not_the_jobs(process: dict, others: list[dict], advantage_s: float, rec
     profiler's own cost, unevenly spread, swamps the waits (tried: a 0.5 ms job's recorded steps
     took 40 ms)."""
     per_step = advantage_s / max(recorded, 1)
-    medians = [p["step_stats"]["median_s"] for p in (process, *others) if p.get("step_stats")]
+    step_s = _job_step([process, *others])
     if per_step < findings.NOISE_S:
         return f"the others waited {per_step * 1e3:.2f} ms a recorded step longer, under {findings.NOISE_S * 1e3:g} ms"
-    if not medians:
+    if step_s is None:
         return None
-    step_s = stepstats.quantile(sorted(medians), 0.5)
     recorded_s = stepstats.quantile(sorted(p["window_s"] / max(recorded, 1) for p in (process, *others)), 0.5)
     most = COLLECTIVE_WAIT_STEPS * step_s
     own_s = (process["window_s"] - process["collective_s"]) / max(recorded, 1)
@@ -566,10 +528,11 @@ def _why_not_the_jobs(process: dict, others: list[dict], advantage_s: float, rec
         skew = max(0.0, stepstats.quantile(sorted(p["window_s"] for p in others), 0.5) - process["window_s"])
         most = max(most, (process["window_s"] + skew) / max(recorded, 1))
     longer = f"the others waited {per_step * 1e3:.1f} ms a recorded step longer"
-    if per_step < COLLECTIVE_MIN_WAIT * step_s:
+    if per_step < COLLECTIVE_MIN_WAIT * step_s and not (every and every["named"]):
+        steps = f"; {stepwaits.text(every, step_s)}" if every else ""
         return (
             f"{longer}, under {COLLECTIVE_MIN_WAIT:g} of the job's {step_s * 1e3:.1f} ms median step "
-            "(the order in which alike ranks reach a collective moves their waits that much)"
+            f"(the order in which alike ranks reach a collective moves their waits that much){steps}"
         )
     if per_step > most:
         return f"{longer}, more than its steps can hold ({most * 1e3:.1f} ms): the window's own doing"
@@ -581,13 +544,10 @@ def _why_not_the_jobs(process: dict, others: list[dict], advantage_s: float, rec
     return None
 
 
-def recorded_steps(process: dict) -> int:
-    """The steps a process's windows recorded, whole."""
-    return sum(
-        (w.get("last_step") or w["first_step"]) - w["first_step"] + 1
-        for w in process.get("windows") or ()
-        if w.get("first_step") is not None
-    )
+def _job_step(processes: list[dict]) -> float | None:
+    """The job's median step: the median of the processes' own; None where none holds step statistics."""
+    medians = sorted(p["step_stats"]["median_s"] for p in processes if p.get("step_stats"))
+    return stepstats.quantile(medians, 0.5) if medians else None
 
 
 def _early_text(named: dict) -> str:

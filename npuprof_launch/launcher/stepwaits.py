@@ -1,0 +1,152 @@
+"""A rank's recorded steps one by one: what its stepping thread waited for a CPU in each, and what
+it waited in collectives; and from these, in lockstep, the rank every other rank waited for in each
+step of a short window.
+
+Summed over a window, the time in collectives names a rank only when the others waited 0.3 of the
+job's step longer a recorded step (lockstep._why_not_the_jobs): on a busy machine the order in
+which alike ranks reach a collective moves a window's sums that much. Step by step, alike ranks take
+turns. Beside two CPU hogs on 2 cores (docs/benchmarks.md, F19), in each of 39 healthy 3-step
+windows of 4 and 8 gloo DDP ranks, the rank that waited least was, in one of its steps at least,
+passed by another rank, or ahead of the next by no more than its own extra wait for a CPU. A 4-rank
+DDP rank sleeping 30 % of a 50 ms step more than the others was ahead of every other rank in each
+of its 3 steps, by 0.14-0.19 of the job's step once its wait for a CPU was taken off (in 2 of 3
+runs); summed, the others' extra wait was 0.22 of a step, under the bar.
+
+So EVERY_STEP names the rank that waited least when, in each of the window's steps, every other rank
+waited longer than it by MIN_STEP of the job's median step (and findings.NOISE_S) at least, its wait
+for a CPU past the others' median taken off (the machine's doing, not the job's). Only where one of
+alike ranks is the least in all those steps by chance CHANCE of the time at most, where its wait for
+a CPU is known in each (without it a busy machine's doing cannot be taken off), and where each rank's
+waits of a step fit in the step: DDP's buckets reduced while backward computes overlap, sum to more
+than the step, and are no time lost. Standard library only; pure.
+"""
+
+from __future__ import annotations
+
+from npuprof_launch.common import findings, stepstats
+
+#: The rule's name in a finding's evidence (lockstep's TOTAL_TIME, read step by step).
+EVERY_STEP = "every_step"
+#: The least lead a step, as a share of the job's median step: alike ranks' best, at their least
+#: step, was -0.015 (F19); the 30 % sleep's 0.14 and 0.11 (and -0.09 in a third run).
+MIN_STEP = 0.1
+#: The most chance that one of n alike ranks is the least in all k steps, n * (1/n)**k: 4 ranks from
+#: 3 steps (1 in 16), 8 from 3, 2 from 5.
+CHANCE = 1 / 16
+#: Where a report row holds its window's collectives (lockstep.COLLECTIVES): each (key, group,
+#: step, wait_s, start_s).
+_COLLECTIVES = "_collectives"
+
+
+def recorded_steps(process: dict) -> int:
+    """The steps a process's windows recorded, whole."""
+    return sum(
+        (w.get("last_step") or w["first_step"]) - w["first_step"] + 1
+        for w in process.get("windows") or ()
+        if w.get("first_step") is not None
+    )
+
+
+def cpu_wait_by_step(process: dict) -> dict[int, float]:
+    """What the process's stepping thread waited for a CPU in each of its recorded steps (the job's
+    numbering): its block's wait, shared among the block's steps (each profiled step is a block of
+    its own), or the bound of a block not kept."""
+    found = {}
+    for step, wait in _recorded_waits(process):
+        low, high = wait.get("cpu_wait_steps") or (step, step)
+        found[step] = wait["cpu_wait_s"] / (high - low + 1)
+    return found
+
+
+def cpu_wait_in(process: dict) -> tuple[float, bool]:
+    """What the process's stepping thread waited for a CPU in the blocks of readings that hold its
+    recorded steps (each block once; a bound where a block was not kept), 0.0 where none is known;
+    and whether a bound is in it. The windows count the job's steps, the readings the process's
+    (a resumed job's ``step_offset`` apart)."""
+    blocks, bound = {}, False
+    for step, wait in _recorded_waits(process):
+        blocks[tuple(wait.get("cpu_wait_steps") or (step, step))] = wait["cpu_wait_s"]
+        bound = bound or bool(wait.get("cpu_wait_at_most"))
+    return float(sum(blocks.values())), bound
+
+
+def cpu_excess(process: dict, others: list[dict]) -> float:
+    """What ``process`` waited for a CPU in its recorded steps past the others' median (evidence:
+    the collectives' test has taken it off already)."""
+    theirs = sorted(sum(cpu_wait_by_step(p).values()) for p in others)
+    return max(0.0, sum(cpu_wait_by_step(process).values()) - stepstats.quantile(theirs, 0.5)) if theirs else 0.0
+
+
+def _recorded_waits(process: dict):
+    """``(step, its block's wait for a CPU)`` for each recorded step whose block is known (the job's
+    numbering; the readings count the process's steps, a resumed job's ``step_offset`` apart)."""
+    offset = process.get("step_offset") or 0
+    for window in process.get("windows") or ():
+        first = window.get("first_step")
+        if first is None:
+            continue
+        for step in range(first, (window.get("last_step") or first) + 1):
+            wait = stepstats.cpu_wait_of(process.get("cpu_wait"), step - offset)
+            if wait:
+                yield step, wait
+
+
+def collective_by_step(process: dict) -> dict[int, float]:
+    """What the process waited in its window's collectives, step by step (the job's numbering):
+    each collective's wait, from the rank reaching it to its end."""
+    found: dict[int, float] = {}
+    for _key, _group, step, wait_s, _start_s in process.get(_COLLECTIVES) or ():
+        found[step] = found.get(step, 0.0) + wait_s
+    return found
+
+
+def every_step(process: dict, others: list[dict], step_s: float) -> dict | None:
+    """Whether every other rank waited longer than ``process`` in each step of the window (see the
+    module's docstring), ``step_s`` the job's median step: ``named``, ``steps``, ``least_s`` and
+    ``most_s`` (its lead over the next rank at its least and its most step, its wait for a CPU past
+    the others' taken off), ``needed_s``, and ``behind``: the steps it led in by nothing; None where
+    it cannot be judged."""
+    ranks = [process, *others]
+    waits = [collective_by_step(p) for p in ranks]
+    steps = sorted(set.intersection(*(set(w) for w in waits)))
+    if not steps or len(ranks) * (1 / len(ranks)) ** len(steps) > CHANCE:
+        return None
+    for one, wait in zip(ranks, waits):
+        recorded_s = one["window_s"] / max(recorded_steps(one), 1)
+        if any(wait[step] > recorded_s for step in steps):
+            return None  # overlapped collectives: their waits are not time lost
+    own = cpu_wait_by_step(process)
+    theirs = [cpu_wait_by_step(p) for p in others]
+    if any(step not in own for step in steps):
+        return None
+    leads = []
+    for step in steps:
+        machine = own[step] - stepstats.quantile(sorted(t.get(step, 0.0) for t in theirs), 0.5)
+        leads.append(min(w[step] for w in waits[1:]) - waits[0][step] - max(0.0, machine))
+    needed = max(findings.NOISE_S, MIN_STEP * step_s)
+    least, most = min(leads), max(leads)
+    verdict = {"named": least >= needed, "steps": len(steps), "least_s": least, "most_s": most, "needed_s": needed}
+    return {**verdict, "behind": sum(lead <= 0 for lead in leads)}
+
+
+def text(verdict: dict, step_s: float) -> str:
+    """ "in each of its 3 recorded steps every other rank waited longer in collectives than it, by
+    10.2-14.1 ms (0.14-0.19 of the job's 72.4 ms median step) past its own wait for a CPU"; or, not
+    named, by how much at its least step, against what would name it."""
+    if verdict["named"]:
+        share = f"{verdict['least_s'] / step_s:.2f}-{verdict['most_s'] / step_s:.2f}"
+        return (
+            f"in each of its {verdict['steps']} recorded steps every other rank waited longer in collectives than "
+            f"it, by {verdict['least_s'] * 1e3:.1f}-{verdict['most_s'] * 1e3:.1f} ms ({share} of the job's "
+            f"{step_s * 1e3:.1f} ms median step) past its own wait for a CPU"
+        )
+    if verdict["least_s"] > 0:
+        return (
+            f"step by step, every other rank waited longer than it in each of its {verdict['steps']} recorded steps, "
+            f"by {verdict['least_s'] * 1e3:.1f} ms at the least past its own wait for a CPU, "
+            f"{verdict['needed_s'] * 1e3:.1f} ms needed"
+        )
+    return (
+        f"step by step, another rank waited no longer than it in {verdict['behind']} of its {verdict['steps']} "
+        "recorded steps, once its own wait for a CPU was taken off"
+    )

@@ -1,0 +1,121 @@
+"""In lockstep, from a short window: the rank every other rank waited for in each of its steps (in-process, no torch).
+
+The numbers are those of a run of the findings benchmark beside two CPU hogs (docs/benchmarks.md,
+F19): ``slow-4r-ddp-0.3-hog``, a 4-rank DDP job whose rank 2 sleeps 30 % of a 50 ms step more than
+the others, recorded in steps 35-37 (here 3-5); and its healthy counterparts' least lead, -0.015 of
+a step at the most.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from npuprof_launch.common import stepstats
+from npuprof_launch.launcher import jobview, stepwaits
+
+#: Each rank's waits in the window's collectives by step (s), its wait for a CPU by step (s), its
+#: window (s). The job's median step: 72.4 ms.
+SLEEPER = {
+    0: ((0.02485, 0.01658, 0.01888), (0.013085, 0.000475, 0.004533), 0.2286),
+    1: ((0.02118, 0.01558, 0.01741), (0.009538, 0.002592, 0.001457), 0.2289),
+    2: ((0.00296, 0.00540, 0.00279), (0.015527, 0.000405, 0.001984), 0.2497),
+    3: ((0.03741, 0.01558, 0.03416), (0.000572, 0.000760, 0.000130), 0.2512),
+}
+STEP_S = 0.0724
+
+
+def row(rank: int, waits, cpu, window_s: float, steps: int = 3) -> dict:
+    """A report row whose window recorded ``steps`` steps from step 3, one collective a step."""
+    window = {"first_step": 3, "last_step": 2 + steps, "complete": True, "traces": []}
+    durations = [STEP_S + step * 1e-7 for step in range(2, 41)]
+    collectives = [(f"all_reduce#{i}", "0-3", 3 + i, wait, 0.05) for i, wait in enumerate(waits)]
+    return {
+        "rank": rank,
+        "steps": 40,
+        "windows": [window],
+        "collective_s": sum(waits),
+        "window_s": window_s,
+        "step_stats": stepstats.rank_stats(durations),
+        "cpu_wait": {"waited": [[3 + i, wait] for i, wait in enumerate(cpu)]},
+        "_collectives": collectives,
+    }
+
+
+def rows(changed: dict | None = None) -> list[dict]:
+    return [row(rank, *(changed or {}).get(rank, SLEEPER[rank])) for rank in SLEEPER]
+
+
+def test_a_rank_every_other_waited_for_in_each_step_past_its_own_cpu_wait_is_named():
+    process, *others = sorted(rows(), key=lambda one: one["collective_s"])
+    verdict = stepwaits.every_step(process, others, STEP_S)
+    assert process["rank"] == 2 and verdict is not None and verdict["named"], verdict
+    assert verdict["steps"] == 3 and verdict["behind"] == 0
+    # Step 4: the least other waited 15.58 ms against its 5.40 ms. Step 3: 21.18 ms against 2.96 ms,
+    # and it waited 15.53 ms for a CPU, 6.0 ms past the others' median (9.54 ms): the machine's doing.
+    assert verdict["least_s"] == pytest.approx(0.01558 - 0.00540)
+    assert verdict["most_s"] == pytest.approx(0.01741 - 0.00279 - (0.001984 - 0.001457))
+    assert verdict["least_s"] < 0.02118 - 0.00296 - (0.015527 - 0.009538) < verdict["most_s"]
+    assert verdict["needed_s"] == pytest.approx(0.1 * STEP_S)
+
+
+def test_the_summary_names_it_and_says_the_steps_are_its_evidence():
+    job = jobview.summarize(rows())
+    (slow,) = job["slow_ranks"]
+    assert slow["rank"] == 2 and slow["rule"] == "every_step" and slow["every_step"]["steps"] == 3
+    assert slow["evidence"].endswith(
+        "; in each of its 3 recorded steps every other rank waited longer in collectives than it, by "
+        "10.2-14.1 ms (0.14-0.19 of the job's 72.4 ms median step) past its own wait for a CPU"
+    ), slow["evidence"]
+    # Summed over the window the others waited 15.5 ms a recorded step longer: under the bar of a
+    # third of a step that alone names a rank by its total time in collectives.
+    assert (sum(SLEEPER[0][0]) + sum(SLEEPER[1][0])) / 2 / 3 - sum(SLEEPER[2][0]) / 3 < 0.3 * STEP_S
+
+
+def test_a_step_in_which_another_rank_waited_as_little_names_no_one_and_says_which():
+    """Alike ranks take turns: healthy windows beside the same hogs were passed in 1 to 3 of 3 steps."""
+    waits, cpu, window_s = SLEEPER[1]
+    job = jobview.summarize(rows({1: ((waits[0] + 0.0055, 0.0050, waits[2] + 0.0055), cpu, window_s)}))
+    assert job["slow_ranks"] == []
+    assert (
+        "step by step, another rank waited no longer than it in 1 of its 3 recorded steps, once its own wait "
+        "for a CPU was taken off;" in job["no_rank_stands_out"]
+    ), job["no_rank_stands_out"]
+
+
+def test_its_own_wait_for_a_cpu_that_covers_its_lead_names_no_one():
+    waits, cpu, window_s = SLEEPER[2]
+    job = jobview.summarize(rows({2: (waits, (cpu[0], 0.0145, cpu[2]), window_s)}))
+    assert (
+        job["slow_ranks"] == [] and "another rank waited no longer than it in 1 of its 3" in job["no_rank_stands_out"]
+    )
+    # A lead above nothing but below a tenth of a step says what would name it.
+    job = jobview.summarize(rows({2: (waits, (cpu[0], 0.0050, cpu[2]), window_s)}))
+    assert job["slow_ranks"] == []
+    assert (
+        "16.4 ms a recorded step longer, under 0.3 of the job's 72.4 ms median step (the order in which alike "
+        "ranks reach a collective moves their waits that much); step by step, every other rank waited longer "
+        "than it in each of its 3 recorded steps, by 5.9 ms at the least past its own wait for a CPU, 7.2 ms "
+        "needed;" in job["no_rank_stands_out"]
+    ), job["no_rank_stands_out"]
+
+
+@pytest.mark.parametrize(
+    ("ranks", "steps", "judged"), [(2, 3, False), (2, 5, True), (3, 3, False), (3, 4, True), (4, 3, True), (8, 3, True)]
+)
+def test_only_where_one_of_alike_ranks_is_the_least_in_every_step_one_time_in_16_at_most(ranks, steps, judged):
+    """Two ranks take turns by chance as often as not: the least in each of 3 steps one time in 4."""
+    waits = [0.030] * steps
+    made = [row(rank, [0.002] * steps if rank == 0 else waits, [0.0] * steps, 0.25, steps) for rank in range(ranks)]
+    verdict = stepwaits.every_step(made[0], made[1:], STEP_S)
+    assert (verdict is not None) is judged, verdict
+    assert verdict is None or verdict["named"]
+
+
+def test_collectives_that_overlap_the_step_or_a_cpu_wait_not_read_judge_nothing():
+    """DDP's buckets reduced while backward computes: a healthy 2-rank job's waits summed to 107-148 ms
+    a step of 33 ms (F19), and the rank that reached them late spent least in them in every step."""
+    process, *others = sorted(rows(), key=lambda one: one["collective_s"])
+    overlapped = [dict(one, window_s=0.040) for one in others]
+    assert stepwaits.every_step(process, overlapped, STEP_S) is None
+    unread = dict(process, cpu_wait=None)
+    assert stepwaits.every_step(unread, others, STEP_S) is None
