@@ -355,7 +355,8 @@ def _by_total_time(measured: list[dict]) -> tuple[list[tuple[dict, dict]], str |
             )
         )
         if every and every["named"] and step_s and (typical - own) / recorded < COLLECTIVE_MIN_WAIT * step_s:
-            found[-1][1].update(rule=stepwaits.EVERY_STEP, every_step=every)
+            lead = {f"lead_{key}": every[key] for key in ("least_s", "most_s", "needed_s")}
+            found[-1][1].update(rule=stepwaits.EVERY_STEP, **lead)
             found[-1][1]["evidence"] += f"; {stepwaits.text(every, step_s)}"
     found.sort(key=lambda pair: pair[1]["collective_s"] / max(pair[1]["others_collective_s"], 1e-12))
     least = min(measured, key=lambda p: p["collective_s"])

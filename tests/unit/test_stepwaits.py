@@ -61,7 +61,9 @@ def test_a_rank_every_other_waited_for_in_each_step_past_its_own_cpu_wait_is_nam
 def test_the_summary_names_it_and_says_the_steps_are_its_evidence():
     job = jobview.summarize(rows())
     (slow,) = job["slow_ranks"]
-    assert slow["rank"] == 2 and slow["rule"] == "every_step" and slow["every_step"]["steps"] == 3
+    assert slow["rank"] == 2 and slow["rule"] == "every_step" and slow["steps"] == 3
+    assert slow["lead_least_s"] == pytest.approx(0.01558 - 0.00540)
+    assert slow["lead_needed_s"] == pytest.approx(0.1 * STEP_S, rel=1e-3)
     assert slow["evidence"].endswith(
         "; in each of its 3 recorded steps every other rank waited longer in collectives than it, by "
         "10.2-14.1 ms (0.14-0.19 of the job's 72.4 ms median step) past its own wait for a CPU"
