@@ -139,7 +139,7 @@ def summarize(
     # Steps that may be the job's fill in its period: a wait for a CPU's, the aftercare's (a window's
     # recorded step does not: the profiler's cost is in it, 51 ms in a 1.5 ms job's first one)
     fills = [spike for spike in undecidable if spike.get("cpu_wait") or spike.get("beside_aftercare")]
-    job["spike_period"] = periods.of_spikes(job["spikes"], fills)
+    job["spike_period"] = periods.of_spikes(job["spikes"], fills, _near(timed, series, job["spikes"]))
     recorded = _recorded_spike(timed, series, (job["step_time_s"] or {}).get("median"))
     if job["spike_period"]:  # the job's own periodic work: a wait for a CPU in it explains nothing away
         on = set(job["spike_period"]["steps"])
@@ -166,6 +166,23 @@ def _groups(processes: list[dict]) -> list[list[dict]]:
             # attempts and stages apart.
             groups.setdefault((process.get("attempt"), process.get("stage")), []).append(process)
     return [group for group in groups.values() if len(group) >= 2]
+
+
+def _near(timed: list[dict], series: dict, spikes: list[dict]) -> list[dict]:
+    """The steps near a spike (periods.near_steps) of the spikes' stage, where there are spikes."""
+    if not spikes:
+        return []
+    stage = spikes[0].get("stage")
+    rows = [
+        (p.get("rank"), steps.first, p.get("step_offset") or 0, steps.durations, steps.tool, _median(p))
+        for p in timed
+        if (steps := series.get(id(p))) is not None and _stage_of(p).get("stage") == stage
+    ]
+    return periods.near_steps(rows)
+
+
+def _median(process: dict) -> float:
+    return process["step_stats"]["median_s"]
 
 
 def _stage_of(process: dict) -> dict:

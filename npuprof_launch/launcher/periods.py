@@ -6,7 +6,10 @@ one of the job's own: the machine's waits line up by chance too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from npuprof_launch.common import stepstats
 
 #: Spikes evenly spaced are told as a period from this many on (three at random steps of a hundred
 #: fall evenly apart about once in fifty runs; the line says where to look, not what it is).
@@ -23,7 +26,28 @@ PERIOD_WAITED_MORE = 2
 PERIOD_OWN_SPIKES = 2
 
 
-def of_spikes(spikes: list[dict], waited: Sequence[dict] = ()) -> dict | None:
+#: A step of a rank this many times its median, and stepstats.SPIKE_MIN_S longer, is near a spike:
+#: the job's own periodic work that a loaded machine left under the bar. Beside two CPU hogs a 4-rank
+#: DDP job saving a checkpoint every 10 steps ran those steps 2.8-3.05x its median (88-99 ms against
+#: 32 ms), and one rank's step 31 alone, at 3.02x, was named a spike off any period (F19).
+NEAR_RATIO = 2.0
+
+
+def near_steps(rows: Iterable[tuple[int | None, int, int, Sequence[float], Any, float]]) -> list[dict]:
+    """The steps near a spike (NEAR_RATIO) of each ``(rank, first step, step offset, durations, tool
+    steps, median)`` row, ``{"step", "ranks", "near": True}`` each in the job's numbering: the tool's
+    profiled steps left out, and the time its checkpoints took there (stepstats.ToolSteps)."""
+    found: dict[int, list] = {}
+    for rank, first, offset, durations, tool, median in rows:
+        bar = max(median * NEAR_RATIO, median + stepstats.SPIKE_MIN_S)
+        for index, seconds in enumerate(durations):
+            step = first + index
+            if seconds >= bar and step not in tool and seconds - tool.checkpoint_s(step) >= bar:
+                found.setdefault(step + offset, []).append(rank)
+    return [{"step": step, "ranks": ranks, "near": True} for step, ranks in sorted(found.items())]
+
+
+def of_spikes(spikes: list[dict], waited: Sequence[dict] = (), near: Sequence[dict] = ()) -> dict | None:
     """``{"every": D, "steps": [...]}`` when the job's spikes, of one stage, hold PERIOD_MIN_SPIKES
     or more exactly D steps apart (D >= 2), unbroken: what the job does every D steps (an
     evaluation, logging, a save, a new data shard) is where to look; else None.
@@ -35,8 +59,34 @@ def of_spikes(spikes: list[dict], waited: Sequence[dict] = ()) -> dict | None:
     (a run's window of one step put the next period step beside it: the period was lost).
     Every spike must be on the progression, or, with others beside it, the progression must hold
     PERIOD_MIN_SPIKES + 1 of them and most spikes (those of ``waited`` off it are not counted):
-    three random spikes of a hundred steps are evenly spaced too often to tell."""
-    every = [*spikes, *waited]
+    three random spikes of a hundred steps are evenly spaced too often to tell.
+
+    The steps ``near`` a spike (near_steps) count as the job's own where no period is found without
+    them: on a progression of PERIOD_MIN_SPIKES + 1 steps at least that holds a spike, each step of
+    it a spike or near one on a rank they share. Its ``near`` says which of its steps were under
+    the bar."""
+    found = _of_spikes(spikes, waited, ())
+    if found is not None or not near or not spikes:
+        return found
+    found = _of_spikes(spikes, waited, near)
+    if found is None or len(found["steps"]) <= PERIOD_MIN_SPIKES:
+        return None
+    own = {spike["step"] for spike in spikes}
+    every = (*spikes, *waited, *near)
+    ranks = [{rank for one in every if one["step"] == step for rank in _ranks(one)} for step in found["steps"]]
+    if not own & set(found["steps"]) or not set.intersection(*ranks):
+        return None
+    return {**found, "near": [step for step in found["steps"] if step not in own]}
+
+
+def _ranks(spike: dict) -> list:
+    """A spike's ranks: its ``ranks``, else its ``rank``."""
+    return spike.get("ranks") or [spike.get("rank")]
+
+
+def _of_spikes(spikes: list[dict], waited: Sequence[dict], near: Sequence[dict]) -> dict | None:
+    """of_spikes, with the steps ``near`` a spike counted as the job's own."""
+    every = [*spikes, *waited, *near]
     steps = sorted({spike["step"] for spike in every})
     if len(steps) < PERIOD_MIN_SPIKES or len({spike.get("stage") for spike in every}) > 1:
         return None
@@ -50,6 +100,7 @@ def of_spikes(spikes: list[dict], waited: Sequence[dict] = ()) -> dict | None:
             if second - first >= 2 and len(run) > len(best):
                 best = run
     # Spikes a wait for a CPU explains off the progression are the machine's, not against it.
+    own = [*spikes, *near]
     counted = {spike["step"] for spike in spikes} | set(best)
     alone = len(best) == len(counted)
     if len(best) < PERIOD_MIN_SPIKES or not (alone or (len(best) > PERIOD_MIN_SPIKES and 2 * len(best) > len(counted))):
@@ -58,7 +109,7 @@ def of_spikes(spikes: list[dict], waited: Sequence[dict] = ()) -> dict | None:
     # machine's unless it is long and one rank's at every step (a job's periodic work is a rank's own,
     # or every rank's): healthy jobs beside CPU hogs were told "every 2 steps (21, 23, 25)", "every 9
     # steps (10, 19, 28)", and, 8 ranks alone, "every 2 steps (8, 10, 12, 14, 16)" (benchmarks/findings.py).
-    if len(set(best) & {spike["step"] for spike in spikes}) < PERIOD_OWN_SPIKES:
+    if len(set(best) & {spike["step"] for spike in own}) < PERIOD_OWN_SPIKES:
         ranks = [
             {rank for spike in every if spike["step"] == step for rank in spike.get("ranks") or [None]} for step in best
         ]
@@ -69,10 +120,11 @@ def of_spikes(spikes: list[dict], waited: Sequence[dict] = ()) -> dict | None:
 
 def text(period: dict) -> str:
     """The finding of evenly spaced spikes (of_spikes), in one line."""
-    every = period["every"]
+    every, near = period["every"], period.get("near")
+    under = f"; {', '.join(map(str, near))} under the spike bar, at {NEAR_RATIO:g}x the median or more" if near else ""
     return (
-        f"the spikes are {every} steps apart (steps {', '.join(map(str, period['steps']))}): what the job does "
-        f"every {every} steps (an evaluation, logging, a save, a new data shard) is where to look"
+        f"the spikes are {every} steps apart (steps {', '.join(map(str, period['steps']))}{under}): what the job "
+        f"does every {every} steps (an evaluation, logging, a save, a new data shard) is where to look"
     )
 
 

@@ -187,7 +187,8 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     findings.extend(_spike_item(spike, job) for spike in job["spikes"])
     if job.get("spike_period"):
         period = job["spike_period"]
-        findings.append(answer.item("period", periods.text(period), steps=period["steps"], every=period["every"]))
+        evidence = {"every": period["every"], **({"near": period["near"]} if period.get("near") else {})}
+        findings.append(answer.item("period", periods.text(period), steps=period["steps"], **evidence))
     differing = _differing_windows(job["window_steps"])
     if differing:
         text = "the ranks' windows cover different steps: " + "; ".join(

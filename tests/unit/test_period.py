@@ -5,7 +5,7 @@ period does not hide it; three spikes evenly apart by chance among others are no
 from __future__ import annotations
 
 from npuprof_launch.common import stepstats
-from npuprof_launch.launcher import jobview
+from npuprof_launch.launcher import jobview, periods
 
 TYPICAL = 0.025
 
@@ -99,3 +99,46 @@ def test_a_period_a_window_recorded_a_step_of_gets_no_run_on_its_next_spike():
     row = {"rank": 0, "steps": 80, "windows": [window], "step_stats": stepstats.rank_stats(lone, tool)}
     job = jobview.summarize([row], ["python", "job.py"], steps_of=lambda p: jobview.Steps(2, lone, tool))
     assert job["suggestions"] == ["npuprof-run --skip-first 30 --active 1 -- python job.py"], "no period: a run"
+
+
+def ranks_with(slow: dict[int, dict[int, float]], steps: int = 45) -> dict:
+    """Four ranks of ~32 ms steps, rank r's steps in ``slow[r]`` that long, with their step times."""
+    rows, series = [], {}
+    for rank in range(4):
+        durations = [slow.get(rank, {}).get(step, 0.032 + (step % 7) * 1e-4) for step in range(2, steps + 1)]
+        tool = stepstats.ToolSteps(steps=steps)
+        rows.append({"rank": rank, "steps": steps, "step_stats": stepstats.rank_stats(durations, tool)})
+        series[rank] = jobview.Steps(2, durations, tool)
+    return jobview.summarize(rows, steps_of=lambda p: series[p["rank"]])
+
+
+def saves_at(seconds: float) -> dict[int, dict[int, float]]:
+    """Every rank's steps 11, 21, 31, 41 take ``seconds`` (a save every 10 steps); rank 3's 31 a spike."""
+    saves = {step: seconds for step in (11, 21, 31, 41)}
+    return {rank: {**saves, 31: 0.0986} if rank == 3 else saves for rank in range(4)}
+
+
+def test_a_checkpoint_every_10_steps_just_under_the_bar_is_the_period_of_its_one_spike():
+    """Beside two CPU hogs a 4-rank DDP job saving a checkpoint every 10 steps ran those steps at
+    88-99 ms against a 32 ms median, 2.8-3.05x: rank 3's step 31 alone, at 3.02x, was named a spike
+    off any period (docs/benchmarks.md, F19)."""
+    job = ranks_with(saves_at(0.090))
+    assert [spike["step"] for spike in job["spikes"]] == [31]
+    assert job["spike_period"] == {"every": 10, "steps": [11, 21, 31, 41], "near": [11, 21, 41]}
+    assert periods.text(job["spike_period"]).startswith(
+        "the spikes are 10 steps apart (steps 11, 21, 31, 41; 11, 21, 41 under the spike bar, at 2x the median"
+    )
+    # Under 2x the median, or three steps of a progression, or near steps with no spike on their
+    # progression: the spike stays alone.
+    low = ranks_with(saves_at(0.060))
+    assert low["spike_period"] is None and [spike["step"] for spike in low["spikes"]] == [31]
+    assert ranks_with({3: {21: 0.070, 31: 0.0986, 41: 0.070}})["spike_period"] is None
+    off = ranks_with({3: {10: 0.070, 20: 0.070, 30: 0.070, 40: 0.070, 37: 0.0986}})
+    assert off["spike_period"] is None and [spike["step"] for spike in off["spikes"]] == [37]
+
+
+def test_near_steps_of_ranks_that_share_none_are_no_period():
+    """A job's periodic work is a rank's own, or every rank's: 2x steps of other ranks at each of a
+    progression's steps are the machine's spread."""
+    job = ranks_with({0: {11: 0.070}, 1: {21: 0.070}, 2: {41: 0.070}, 3: {31: 0.0986}})
+    assert job["spike_period"] is None and [spike["step"] for spike in job["spikes"]] == [31]
