@@ -406,6 +406,30 @@ def test_in_lockstep_a_rank_whose_window_was_shorter_is_not_the_one_the_others_w
     assert found["rank"] == 3 and found["method"] == "collectives"
 
 
+def test_in_lockstep_a_rank_the_machine_held_is_not_the_one_the_others_wait_for():
+    """The findings benchmark, a healthy 2-rank DDP job of 5 ms steps beside two CPU hogs: rank 0 spent
+    2.5 ms in collectives against 17 ms, and its own time, 19.0 ms against 9.1 ms, held 9.0 ms of
+    waiting for a CPU against 0.6 ms. It was named; its wait for a CPU is the machine's, not its work."""
+
+    def row(rank: int, collective_s: float, window_s: float, step_s: float, waits: tuple) -> dict:
+        cpu_wait = {"waited": [[3 + i, wait] for i, wait in enumerate(waits)], "covered": [[2, 20]], "at_most_s": 0.005}
+        return dict(collective_row(rank, collective_s, 5, step_s, window_s), cpu_wait=cpu_wait)
+
+    held = (0.006672, 0.00001, 0.002322)
+    rows = [row(0, 0.0025188, 0.021516, 0.00489, held), row(1, 0.0166797, 0.025761, 0.00591, (0.000566, 0.0, 0.000044))]
+    job = jobview.summarize(rows)
+    assert job["slow_ranks"] == []
+    assert job["no_rank_stands_out"].endswith(
+        "rank 0 waited least, 2.5 ms against 17 ms on rank 1, and is no finding: its own time in the window outside "
+        "collectives, less its 9.0 ms waiting for a CPU, 10 ms, is not longer than the others' (8.5 ms) by half "
+        "their extra wait: the machine held it, not its work"
+    ), job["no_rank_stands_out"]
+    # The same waits in collectives, the same window, and no wait for a CPU: its own work, named.
+    rows[0] = row(0, 0.0025188, 0.021516, 0.00489, (0.0, 0.0, 0.0))
+    (slow,) = jobview.summarize(rows)["slow_ranks"]
+    assert slow["rank"] == 0 and slow["rule"] == "total_time"
+
+
 def test_in_lockstep_no_rank_stands_out_says_why_the_collectives_name_none_not_the_alike_step_times():
     """The findings benchmark: a DDP rank sleeping 30 % of a 50 ms step more was told "less than 1.00 ms
     apart, within what the host's scheduling does to alike processes", true of lockstep step times always."""
