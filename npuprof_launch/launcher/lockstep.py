@@ -474,21 +474,21 @@ def _why_not_its_work(process: dict, others: list[dict], advantage_s: float) -> 
     against 45-57 ms, own time 8.2 ms against 8.0-10.4 ms, window 29 ms against 55-65 ms; rank 3
     of the same job reading slow data: own time 218 ms against 14-21 ms, windows 245-259 ms).
 
-    A rank's wait for a CPU is the machine's, not its work: each rank's is taken off its own time
-    (tried: a healthy 2-rank DDP job of 5 ms steps beside two CPU hogs, rank 0 in collectives 2.5 ms
-    against 17 ms, its own time 19.0 ms against 9.1 ms, of which 9.0 ms waiting for a CPU against
-    0.6 ms: named)."""
-    cpu_s = stepwaits.cpu_wait_in(process)[0]
+    A rank's wait for a CPU past the others' is the machine's, not its work: it is taken off its own
+    time (tried: a healthy 2-rank DDP job of 5 ms steps beside two CPU hogs, rank 0 in collectives
+    2.5 ms against 17 ms, its own time 19.0 ms against 9.1 ms, of which 9.0 ms waiting for a CPU
+    against 0.6 ms: named). Past the others', not all of it: where DDP's buckets are reduced while
+    backward computes, the time in collectives holds the waits for a CPU of that computing."""
+    cpu_s = stepwaits.cpu_excess(process, others)
     own_work = process["window_s"] - process["collective_s"] - cpu_s
-    works = sorted(p["window_s"] - p["collective_s"] - stepwaits.cpu_wait_in(p)[0] for p in others)
-    work = stepstats.quantile(works, 0.5)
+    work = stepstats.quantile(sorted(p["window_s"] - p["collective_s"] for p in others), 0.5)
     if own_work - work >= COLLECTIVE_WORK_SHARE * advantage_s:
         return None
     if cpu_s and own_work + cpu_s - work >= COLLECTIVE_WORK_SHARE * advantage_s:
         return (
-            f"its own time in the window outside collectives, less its {_wait_ms(cpu_s)} ms waiting for a CPU, "
-            f"{_wait_ms(own_work)} ms, is not longer than the others' ({_wait_ms(work)} ms) by half their extra "
-            "wait: the machine held it, not its work"
+            f"its own time in the window outside collectives, less the {_wait_ms(cpu_s)} ms it waited for a CPU "
+            f"past the others, {_wait_ms(own_work)} ms, is not longer than the others' ({_wait_ms(work)} ms) by "
+            "half their extra wait: the machine held it, not its work"
         )
     windows = sorted(p["window_s"] for p in others)
     return (
