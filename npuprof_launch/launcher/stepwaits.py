@@ -5,11 +5,11 @@ step of a short window.
 Summed over a window, the time in collectives names a rank only when the others waited 0.3 of the
 job's step longer a recorded step (lockstep._why_not_the_jobs): on a busy machine the order in
 which alike ranks reach a collective moves a window's sums that much. Step by step, alike ranks take
-turns. Beside two CPU hogs on 2 cores (docs/benchmarks.md, F19), in each of 39 healthy 3-step
+turns. Beside two CPU hogs on 2 cores (docs/benchmarks.md, F19), in each of 48 healthy 3-step
 windows of 4 and 8 gloo DDP ranks, the rank that waited least was, in one of its steps at least,
 passed by another rank, or ahead of the next by no more than its own extra wait for a CPU. A 4-rank
 DDP rank sleeping 30 % of a 50 ms step more than the others was ahead of every other rank in each
-of its 3 steps, by 0.14-0.19 of the job's step once its wait for a CPU was taken off (in 2 of 3
+of its 3 steps, by 0.14-0.19 of the job's step once its wait for a CPU was taken off (in 2 of 4
 runs); summed, the others' extra wait was 0.22 of a step, under the bar.
 
 So EVERY_STEP names the rank that waited least when, in each of the window's steps, every other rank
