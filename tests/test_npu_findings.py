@@ -4,7 +4,7 @@ NCCL's (launcher/collectives.py), and the recorded steps, window labels and time
 come from the session's step times (step_trace_time.csv, or analysis.db's StepTraceTime for the db
 export), as a torch trace gives them on CPU.
 
-A 4-rank DDP job whose rank 2 computes on three times the others' rows (tests/scripts/uneven_ddp.py,
+A 4-rank DDP job whose rank 2 computes on four times the others' rows (tests/scripts/uneven_ddp.py,
 which tests/test_collective_judge.py runs on CPU with twice) has rank 2 named from the HCCL operations of the db
 export and of the text export, by the per-collective rule with its counts and test; the same job
 with alike ranks names no rank. A step's later DDP buckets are queued on every rank's stream behind
@@ -18,8 +18,12 @@ the one named (17 of 30, p just under the level) was a rank whose stepping threa
 buckets late in 14 steps running, beyond what its wait for a CPU took off. Such a rank is no longer
 named: a straggler must be the last more often than chance in both halves of the window
 (collectives.ONE_STRETCH). Twice the rows were missed in 1 of 4 runs beside the findings benchmark's
-CPU hogs (load 8-10, 2026-12-05), hence three times here: this test is about the NPU data reaching
-the judge; how small a fault is found is docs/benchmarks.md's.
+CPU hogs (load 8-10, 2026-12-05), hence more here. Three times the rows were missed once in CI's
+suite on a clean clone (2026-12-06: "no rank was the last in more of the 30 rounds of collectives
+than chance"; 10 of 10 beside two and three CPU hogs, the last in 22-28 of 30), hence four times:
+this test is about the NPU data reaching the judge; how small a fault is found is
+docs/benchmarks.md's. The ranks compared are four less any that reached the rounds first beyond
+chance (collectives._early), which a loaded machine makes of an alike rank now and then.
 """
 
 from __future__ import annotations
@@ -56,13 +60,14 @@ def uneven_npu_run(extra: float, export_type: str, tmp_path_factory, active: int
 
 @pytest.mark.xdist_group("npu_findings_uneven")
 @pytest.mark.parametrize("export_type", ["db", "text"])
-def test_a_rank_with_three_times_the_work_is_named_from_hccl_operations(export_type, tmp_path_factory):
-    report = once(f"npu_uneven_{export_type}", lambda: uneven_npu_run(2.0, export_type, tmp_path_factory))
+def test_a_rank_with_four_times_the_work_is_named_from_hccl_operations(export_type, tmp_path_factory):
+    report = once(f"npu_uneven_{export_type}", lambda: uneven_npu_run(3.0, export_type, tmp_path_factory))
     found = report["job"]["slow_ranks"]
     assert [slow["rank"] for slow in found] == [2], slow_rank_evidence(report)
     (slow,) = found
     assert slow["method"] == "collectives" and slow["rule"] == "per_collective", slow
-    assert slow["ranks_compared"] == 4 and slow["rounds"] == 30 and slow["collectives"] == 8 * 30, "8 buckets a step"
+    assert slow["ranks_compared"] == 4 - len(slow["early_ranks"]), slow
+    assert slow["rounds"] == 30 and slow["collectives"] == 8 * 30, ("8 buckets a step", slow)
     assert slow["last_in"] >= 17 and slow["p_value"] < slow["level"] == 0.001, slow
     read = {"db": "COMMUNICATION_OP (db export)", "text": "communication.json"}[export_type]
     assert slow["read_from"] == [read] and read in slow["evidence"], slow  # the answer says what it read
