@@ -25,9 +25,9 @@ def quantile(ordered, q: float) -> float:
     return float(ordered[index])
 
 
-def spike_bar(median: float) -> float:
-    """The least step time that is a spike, against its rank's median."""
-    return max(median * SPIKE_RATIO, median + SPIKE_MIN_S)
+def spike_bar(median: float, ratio: float = SPIKE_RATIO) -> float:
+    """The least step time that is a spike, against its rank's median (``ratio``: another bar's)."""
+    return max(median * ratio, median + SPIKE_MIN_S)
 
 
 def rank_stats(durations, profiled: ToolSteps | None = None, cpu_wait: dict | None = None) -> dict | None:

@@ -23,9 +23,8 @@ PER_COLLECTIVE = "per_collective"
 TOTAL_TIME = "total_time"
 CPU_TIME = cputime.CPU_TIME
 DEVICE_TIME = cputime.DEVICE_TIME
-#: Where a report row holds its window's collectives (collectives.Collective each) while
-#: the job's view is made; report.py takes them out after: they are no part of the row's JSON.
-COLLECTIVES = "_collectives"
+#: Where a report row holds its window's collectives: they are no part of the row's JSON.
+COLLECTIVES = stepwaits.COLLECTIVES
 #: ...and whether they were all gloo's (tensors on the CPU: the stepping thread's time on a CPU is
 #: its compute; with NCCL it is kernel launches and a spin at each synchronization).
 ON_CPU = "_on_cpu"
@@ -380,14 +379,13 @@ def waited_for(group: list[dict]) -> list[tuple[dict, dict]]:
         return []
     process = min(measured, key=lambda p: p["collective_s"])
     recorded = stepwaits.recorded_steps(process)
-    medians = sorted(p["step_stats"]["median_s"] for p in measured if p.get("step_stats"))
-    if not 1 <= recorded < COLLECTIVE_MIN_STEPS or not medians:
+    step_s = _job_step(measured)
+    if not 1 <= recorded < COLLECTIVE_MIN_STEPS or step_s is None:
         return []
     others, typical, low, high, share = _against(process, measured)
     own = process["collective_s"]
     if share < COLLECTIVE_SHARE or own >= typical * COLLECTIVE_RATIO or own >= low - (high - low):
         return []
-    step_s = stepstats.quantile(medians, 0.5)
     per_step = (typical - own) / recorded
     cpu_s, bound = stepwaits.cpu_wait_in(process)
     own_work = process["window_s"] - own - cpu_s

@@ -39,7 +39,7 @@ def near_steps(rows: Iterable[tuple[int | None, int, int, Sequence[float], Any, 
     profiled steps left out, and the time its checkpoints took there (stepstats.ToolSteps)."""
     found: dict[int, list] = {}
     for rank, first, offset, durations, tool, median in rows:
-        bar = max(median * NEAR_RATIO, median + stepstats.SPIKE_MIN_S)
+        bar = stepstats.spike_bar(median, NEAR_RATIO)
         for index, seconds in enumerate(durations):
             step = first + index
             if seconds >= bar and step not in tool and seconds - tool.checkpoint_s(step) >= bar:

@@ -33,9 +33,9 @@ MIN_STEP = 0.1
 #: The most chance that one of n alike ranks is the least in all k steps, n * (1/n)**k: 4 ranks from
 #: 3 steps (1 in 16), 8 from 3, 2 from 5.
 CHANCE = 1 / 16
-#: Where a report row holds its window's collectives (lockstep.COLLECTIVES): each (key, group,
-#: step, wait_s, start_s).
-_COLLECTIVES = "_collectives"
+#: Where a report row holds its window's collectives (collectives.Collective each: key, group, step,
+#: wait_s, start_s) while the job's view is made; report.py takes them out after.
+COLLECTIVES = "_collectives"
 
 
 def recorded_steps(process: dict) -> int:
@@ -95,7 +95,7 @@ def collective_by_step(process: dict) -> dict[int, float]:
     """What the process waited in its window's collectives, step by step (the job's numbering):
     each collective's wait, from the rank reaching it to its end."""
     found: dict[int, float] = {}
-    for _key, _group, step, wait_s, _start_s in process.get(_COLLECTIVES) or ():
+    for _key, _group, step, wait_s, _start_s in process.get(COLLECTIVES) or ():
         found[step] = found.get(step, 0.0) + wait_s
     return found
 
