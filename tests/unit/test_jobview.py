@@ -360,6 +360,14 @@ def test_a_spike_of_three_of_a_busy_machine_s_steps_in_a_window_of_one_step_name
     rows = [dict(collective_row(r, c, 3, s, w), cpu_wait=waits[r]) for r, (c, w, s, _) in enumerate(spike)]
     (once,) = jobview.summarize(rows)["waited_for"]
     assert once["rank"] == 1, once
+    # F19: rank 1's own work 50 ms (less its 20 ms waiting for a CPU) against the others' 18 ms with
+    # their waits for a CPU in it: refused by 3x theirs; against theirs less those waits (8.2-16 ms), named.
+    spike = [(0.07334, 0.08179, 0.0165, 0.00027), (0.00505, 0.07465, 0.0165, 0.0199)]
+    spike += [(0.05606, 0.07432, 0.0165, 0.0079), (0.05441, 0.083, 0.0165, 0.01298)]
+    waits = [{"blocks": [[3, 3, cpu]], "covered": [[2, 20]], "at_most_s": 0.005} for *_, cpu in spike]
+    rows = [dict(collective_row(r, c, 3, s, w), cpu_wait=waits[r]) for r, (c, w, s, _) in enumerate(spike)]
+    (once,) = jobview.summarize(rows)["waited_for"]
+    assert once["rank"] == 1 and "against 8.2-16 ms, 20 ms more waiting for a CPU" in once["evidence"], once
     healthy = [(0.0292, 0.0397), (0.037, 0.0447), (0.017, 0.0276), (0.0179, 0.0264)]
     job = jobview.summarize([collective_row(r, c, 3, 0.015, w) for r, (c, w) in enumerate(healthy)])
     assert job["waited_for"] == [] and job["slow_ranks"] == []
