@@ -80,6 +80,12 @@ KINDS: dict[str, Kind] = {
             "the tool's record writing",
         ),
         Kind(
+            "job_end_steps",
+            NOTE,
+            "the job's last step, slow on some ranks of a lockstep group only: the others' exit beside it",
+            "the job's end",
+        ),
+        Kind(
             "cpu_wait", NOTE, "steps or a slowdown that the process's own wait for a CPU explains", "waiting for a CPU"
         ),
         Kind("no_rank_stands_out", NOTE, "why no rank was named slow: the test and what it saw", "no rank stands out"),

@@ -142,7 +142,8 @@ def spike_table(job: dict) -> str:
         return (
             f"{head}<p>No spike{apart}: no step of the job's took {stepstats.SPIKE_RATIO:g}x its rank's median or "
             f"more, but those told apart above (the first {stepstats.WARMUP_STEPS} timed steps, the profiled "
-            "steps, the steps a wait for a CPU or the tool's aftercare may explain).</p></section>\n"
+            "steps, the steps a wait for a CPU or the tool's aftercare may explain, the job's last where some "
+            "ranks ended it first).</p></section>\n"
         )
     rows = []
     ranks_total = job.get("ranks") or 0

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from npuprof_launch.common import findings, stepstats, steptimes
-from npuprof_launch.launcher import answer, cputime, lockstep, nextruns, periods, wording
+from npuprof_launch.launcher import answer, cputime, jobend, lockstep, nextruns, periods, wording
 
 #: Out of lockstep, the ranks' last this many steps are compared step by step (4 bytes a step read
 #: from each rank's file), and at most this many slow ranks named (the next among the rest each time).
@@ -135,7 +135,7 @@ def summarize(
             job["slow_rank_verdict"].update(evidence)
         if not job["slow_ranks"]:
             job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
-    job["spikes"], undecidable, held = _spikes(timed)
+    job["spikes"], undecidable, held = _spikes(timed, series)
     # Steps that may be the job's fill in its period: a wait for a CPU's, the aftercare's (a window's
     # recorded step does not: the profiler's cost is in it, 51 ms in a 1.5 ms job's first one)
     fills = [spike for spike in undecidable if spike.get("cpu_wait") or spike.get("beside_aftercare")]
@@ -148,7 +148,7 @@ def summarize(
     job["spikes"] = job["spikes"][: findings.SPIKES_SHOWN]
     beside = [spike for spike in job["undecidable_spikes"] if spike.get("beside_aftercare")]
     job["tool_steps"] = _tool_steps(timed, series, job["step_time_s"], beside, held, recorded)
-    job[NOTES] = _cpu_wait_notes(job["undecidable_spikes"])
+    job[NOTES] = _cpu_wait_notes(job["undecidable_spikes"]) + jobend.notes(job["undecidable_spikes"])
     job["cpu_wait_lines"] = answer.texts(job[NOTES])
     job["window_steps"] = _window_steps(processes)
     waiting = any(process.get("collective_s") for process in processes)  # its ranks wait for each other
@@ -236,7 +236,14 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
     return found, None
 
 
-def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
+def _last_s(steps: Steps | None, last: int | None) -> float | None:
+    """The time of step ``last`` where the step times read end with it, else None."""
+    if steps is None or not steps.durations or steps.first + len(steps.durations) - 1 != last:
+        return None
+    return steps.durations[-1]
+
+
+def _spikes(timed: list[dict], series: dict[int, Steps | None]) -> tuple[list[dict], list[dict], list[tuple]]:
     """Spikes grouped by step across ranks (lockstep spreads one rank's spike to all), worst first;
     and apart, those beside the tool's aftercare that the step times cannot tell from its cost
     (findings.spike_beside_aftercare): a rank's spike there is named only on its own evidence;
@@ -247,7 +254,9 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
     another rank's checkpoint at that step explains, as ``(step, step_s, checkpoint_s, rank)``: in
     lockstep the others wait for its record writing (tried: a healthy 2-rank DDP job of 5 ms steps
     beside a CPU hog, rank 1's writing took 42.5 ms of step 5, and rank 0's step 5 was named a
-    spike of 48.5 ms), so a spike with that time and none without it is the tool's."""
+    spike of 48.5 ms), so a spike with that time and none without it is the tool's. Fourth, a spike
+    of the job's last step on some ranks of a lockstep group only (jobend.py; ``series``: the rows'
+    step times, read_steps)."""
     writing: dict[tuple, list[tuple]] = {}
     for process in timed:
         for step, seconds in process.get("checkpoint_s") or ():
@@ -284,6 +293,12 @@ def _spikes(timed: list[dict]) -> tuple[list[dict], list[dict], list[tuple]]:
             owner[id(item)] = (process, stats["median_s"])
     grouped, undecidable = [], []
     for (stage, step), items in by_step.items():
+        spiked = [owner[id(item)][0] for item in items]
+        same = [p for p in timed if tuple(_stage_of(p).items()) == stage]
+        ended = jobend.ended_first(spiked, same, step, lambda p: _last_s(series.get(id(p)), p.get("steps")))
+        if ended:  # the job's last step, where the ranks done first exit: never named
+            undecidable.append(jobend.told_apart(_spike_group(dict(stage), step, items), ended))
+            continue
         own = [item for item in items if not item.get("cpu_verdict", (True, ""))[0]]  # its own wait explains it
         mine = {id(item) for item in own}
         waited = [item for item in items if id(item) in mine or _waited_for_theirs(item, own, owner)]

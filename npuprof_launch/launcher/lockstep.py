@@ -442,6 +442,11 @@ def apart(one: dict, other: dict) -> bool:
     return len(shares) == 2 and max(shares) < COLLECTIVE_SHARE
 
 
+def together(one: dict, other: dict) -> bool:
+    """Whether two ranks' windows show them in lockstep: both read, and not apart."""
+    return len(_measured([one, other])) == 2 and not apart(one, other)
+
+
 def _measured(group: list[dict]) -> list[dict]:
     """The processes whose window's time in collectives was read from their traces."""
     return [p for p in group if p.get("collective_s") is not None and p.get("window_s")]

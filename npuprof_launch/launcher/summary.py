@@ -26,6 +26,7 @@ TOLD_APART = {
     "aftercare_steps": "aftercare",
     "record_steps": "record writes",
     "cpu_wait": "CPU waits",
+    "job_end_steps": "job's end",
 }
 
 OPEN_TORCH = "open a trace: https://ui.perfetto.dev, Open trace file; all ranks at once: docs/output.md"

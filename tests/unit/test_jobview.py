@@ -554,3 +554,30 @@ def test_the_slowest_step_a_window_recorded_is_named_without_the_profiler_s_star
     plain = durations_with({30: 1.26}, steps=60, typical=0.025)
     job = jobview.summarize([row], steps_of=lambda p: jobview.Steps(2, plain, tool))
     assert "the slowest step a window recorded" not in job["tool_steps"]["lines"][0]
+
+
+def test_a_spike_of_the_job_s_last_step_on_some_ranks_in_lockstep_is_told_apart_at_the_job_s_end():
+    """F19, beside two CPU hogs: a healthy 4-rank DDP job's last step (45) took 128 ms on ranks 2-3
+    against a 34 ms median, 27-28 ms on ranks 0-1, and was named a spike: the ranks done first exit
+    beside those still in the step. The same on every rank, or on ranks that train alone, stays one."""
+
+    def rows(last: dict[int, float], collective_s: float = 0.05) -> list[dict]:
+        made = []
+        for rank in range(4):
+            durations = durations_with({45: last.get(rank, 0.034)}, steps=45, typical=0.034)
+            stats = stepstats.rank_stats(durations, stepstats.ToolSteps([WINDOW], steps=45))
+            made.append(dict(collective_row(rank, collective_s, 11), steps=45, step_stats=stats, t=durations))
+        return made
+
+    def told(made: list[dict]) -> dict:
+        return jobview.summarize(made, steps_of=lambda p: jobview.Steps(2, p["t"], stepstats.ToolSteps([WINDOW], 45)))
+
+    job = told(rows({2: 0.128, 3: 0.127}))
+    assert job["spikes"] == [], job["spikes"]
+    (end,) = [note for note in jobview.notes(job) if note["kind"] == "job_end_steps"]
+    assert end["ranks"] == [2, 3] and end["steps"] == [45] and end["evidence"]["ended_ranks"] == [0, 1], end
+    assert end["text"].startswith("step 45, the job's last (3.8x the median on ranks 2-3): ranks 0-1 ended it without")
+    every = told(rows({rank: 0.128 for rank in range(4)}))
+    assert [spike["step"] for spike in every["spikes"]] == [45], "a stall that held every rank is judged as any step"
+    alone = told(rows({2: 0.128, 3: 0.127}, collective_s=0.001))
+    assert [spike["ranks"] for spike in alone["spikes"]] == [[2, 3]], "ranks apart wait for no one at the end"
