@@ -143,3 +143,24 @@ def test_an_fsdp2_rank_stalling_before_each_backward_is_named_by_its_rounds_or_e
     else:
         assert slow["counted"] == "rounds" and slow["rounds"] > 13 and slow["p_value"] < 0.001, slow
         assert "the collective that waited longest in " not in item["text"], item["text"]
+
+
+@pytest.mark.xdist_group("collective_judge_pipeline")
+def test_a_pipeline_stage_on_twice_the_layers_is_named_by_its_work_its_sends_and_receives_no_rounds(tmp_path):
+    """Stages joined by sends and receives only (tests/scripts/pipeline_p2p.py): numbered by name,
+    each stage's sends matched other stages' unrelated ones as rounds of collectives, and a balanced
+    pipeline beside two CPU hogs had rank 2 named "the last in 27 of 52 rounds". They are no rounds
+    now (the window's summary counts them apart); the stage whose thread ran longest is named, by
+    its time on a CPU, where its waits in them are no longer than the others' median."""
+    out = str(tmp_path / "out")
+    job = [*TORCHRUN, script("pipeline_p2p.py"), "--slow-stage", "2", "--steps", "19"]
+    assert_ok(npuprof(["--skip-first", "3", "--active", "13", "--output-dir", out, "--", *job], env=env()))
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+    found = report["job"]["slow_ranks"]
+    assert [slow["rank"] for slow in found] == [2], slow_rank_evidence(report)
+    (slow,) = found
+    assert slow["rule"] == "cpu_time" and slow["point_to_point"] and "rounds" not in slow, slow
+    assert slow["ratio"] > 1.15 and slow["p_value"] < slow["level"], slow
+    assert "in sends and receives against" in slow["evidence"], slow["evidence"]
+    assert "last_in" not in slow and "the last in" not in slow["evidence"], "no round of sends"

@@ -31,7 +31,7 @@ import json
 import os
 import sqlite3
 
-from npuprof_launch.common import deliverables
+from npuprof_launch.common import deliverables, tracecollectives
 
 Found = list[tuple[str, str, int, float, float]]
 COMMUNICATION = "communication.json"
@@ -146,6 +146,8 @@ def _db(output: str) -> list[tuple[str, str, int, float, float, float]] | None:
             connection.close()
         found = []
         for op, group, start, end in ops:
+            if tracecollectives.point_to_point(str(strings.get(op, op))):
+                continue  # a pipeline's send or receive: no collective (the text export keeps them apart)
             step = next((number for number, low, high in steps if low - DB_SLACK_NS <= start < high), None)
             if step is None:
                 continue

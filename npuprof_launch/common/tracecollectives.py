@@ -48,6 +48,16 @@ SEQ_ARG = "Seq"
 #: collectives.least_collectives), and 1024 ranks' summaries then stay about 20 MB for ``--check``
 #: to read (about 40 bytes each).
 MOST = 512
+#: Point-to-point operations (a pipeline's sends and receives) are no collectives: each joins two
+#: ranks, in an order that differs from rank to rank (a stage receives what the one before sends),
+#: and numbered by name they matched unrelated operations of other ranks (tried: a balanced 4-stage
+#: gloo pipeline beside two CPU hogs, a 13-step window, had rank 2 named "the last in 27 of 52
+#: rounds"). Told by a word of the name: gloo's ranges ("gloo:send", "gloo:recv"), NCCL's kernels
+#: ("ncclDevKernel_SendRecv") and the collective's name Kineto copies onto them ("send", "recv",
+#: "batch_isend_irecv"), HCCL's operations (msprof-analyze's point-to-point ones: "hcom_send",
+#: "hcom_receive", "hcom_batchsendrecv").
+POINT_TO_POINT = ("send", "recv", "receive")
+NAME_ARG = "Collective name"
 #: How a window's collectives are numbered, so that one is the same collective on every rank: by
 #: the group's sequence number, or by their order in the recorded step (per name).
 BY_SEQ = "seq"
@@ -65,9 +75,13 @@ class Gathered:
         #: group of each range where its thread is one of them.
         self.threads = threads or {}
         self.range_groups: list[str | None] = []
+        self.point_to_point = 0
 
     def marked(self, name: str, ts: float, dur: float, args: object, tid: object = None) -> None:
         """An event of collective communication (deliverables.COLLECTIVE_MARKS), on thread ``tid``."""
+        if point_to_point(name, args):
+            self.point_to_point += 1
+            return
         if name.startswith(GLOO_RANGE):
             self.ranges.append((ts, dur, name))
             self.range_groups.append(self.threads.get(str(tid)))
@@ -83,8 +97,11 @@ class Gathered:
         """The collectives of the recorded ``steps`` (``(start, end, the job's step)`` each), as the
         window's summary keeps them: each group's name once, each collective ``[group index, number,
         step, start_us, wait_us]``, its start from its step's; the first MOST of the window, alike
-        from each step; None where the trace does not tell them."""
+        from each step; none (``point_to_point``: how many sends and receives) where the window's
+        communication was point-to-point only; None where the trace does not tell them."""
         steps = sorted(steps)
+        if not self.sequenced and not self.ranges and self.point_to_point:
+            return {"by": BY_ORDER, "seen": 0, "groups": [], "items": [], "point_to_point": self.point_to_point}
         if self.sequenced:
             found = [(ts, group, seq, dur) for ts, dur, group, seq in self.sequenced]
             by = BY_SEQ
@@ -127,6 +144,15 @@ class Gathered:
                 alone.add(name)
             ranges.append((ts, dur, name))
         return ranges, alone
+
+
+def point_to_point(name: str, args: object = None) -> bool:
+    """Whether an event or an operation of communication is a send or a receive (POINT_TO_POINT):
+    by the collective's name where the event carries it, else by its own."""
+    if isinstance(args, dict) and isinstance(args.get(NAME_ARG), str):
+        name = args[NAME_ARG]
+    lowered = name.lower()
+    return any(word in lowered for word in POINT_TO_POINT)
 
 
 def merged(first: dict | None, second: dict | None) -> dict | None:

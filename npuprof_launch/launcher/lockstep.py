@@ -221,6 +221,8 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
         return [], None, {}
     verdict = cputime.judge(ran)
     by_rank = {p["rank"]: p for p in measured}
+    if not each["rounds"]:  # sends and receives only (a pipeline's): its time in them, not the rounds
+        return cputime.named_by_sends(measured, verdict, rule), None, {}
     chance = 1 / max(len(each["last_by_rank"]), 1)
     lasts = {named["rank"]: each["last_by_rank"].get(named["rank"]) for named in verdict["named"]}
     waited = [

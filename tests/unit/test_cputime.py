@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 
+from npuprof_launch.common import tracecollectives
 from npuprof_launch.launcher import collectives, cputime, jobview, lockstep, report
 
 
@@ -220,3 +221,34 @@ def test_out_of_lockstep_on_npu_the_device_s_computing_time_is_the_work_never_th
     assert cputime.longest(npu_rows(False), lockstep.DEVICE) is None, "no device time: not the host thread's"
     cpu = [{**row, "backend": "torch"} for row in npu_rows(True)]
     assert cputime.longest(cpu, lockstep.DEVICE)["rank"] == 0, "on the CPU the thread's time is the work"
+
+
+def test_a_pipeline_s_sends_and_receives_are_no_rounds_and_its_stage_longest_on_a_cpu_is_named():
+    """A balanced 4-stage gloo pipeline beside two CPU hogs had rank 2 named "the last in 27 of 52
+    rounds": each stage's sends and receives, numbered by name, matched other stages' unrelated ones.
+    They are no collectives now (tracecollectives.POINT_TO_POINT); with none to count, the stage whose
+    thread ran longest is named where it waited in them no longer than the others' median."""
+    gathered = tracecollectives.Gathered()
+    for at, name in enumerate(("gloo:send", "gloo:recv", "gloo:recv")):
+        gathered.marked(name, 1000.0 + at, 5.0, {})
+        gathered.called("c10d::send" if name.endswith("send") else "c10d::recv_", 999.0 + at)
+    gathered.marked("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 1010.0, 5.0, {})
+    gathered.marked("record_param_comms", 1012.0, 1.0, {"Collective name": "recv", "Seq": 3, "Process Group Name": "0"})
+    assert gathered.point_to_point == 5 and not gathered.sequenced
+    record = gathered.record([(0.0, 2000.0, 5)])
+    assert record is not None and record["items"] == [] and record["point_to_point"] == 5, record
+    assert tracecollectives.of(record) == []
+    assert all(map(tracecollectives.point_to_point, ("hcom_receive__123_0_1", "hcom_batchSendRecv_9", "hcom_send_2")))
+    assert not any(
+        map(tracecollectives.point_to_point, ("hcom_allReduce__123_0_1", "gloo:all_to_all", "gloo:broadcast"))
+    )
+    ran = ran_of(4, 13, {2: 1.5})
+    rows = [dict(row(rank, [], ran[rank]), collective_s=(0.58, 0.31, 0.43, 0.46)[rank]) for rank in range(4)]
+    (slow,) = jobview.summarize(rows)["slow_ranks"]
+    assert slow["rank"] == 2 and slow["rule"] == lockstep.CPU_TIME and slow["point_to_point"], slow
+    assert "and waited 430 ms in sends and receives against 460 ms on the others (their median)" in slow["evidence"]
+    waited_most = [dict(one, collective_s=0.7) if one["rank"] == 2 else one for one in rows]
+    assert jobview.summarize(waited_most)["slow_ranks"] == [], "a stage that waits more is no one's wait"
+    alike = ran_of(4, 13, {})
+    even = [dict(one, cpu_wait=dict(one["cpu_wait"], ran=list(alike[one["rank"]].items()))) for one in rows]
+    assert jobview.summarize(even)["slow_ranks"] == []

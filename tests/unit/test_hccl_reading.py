@@ -56,11 +56,13 @@ def test_an_op_queued_behind_the_ones_before_it_on_the_stream_waits_from_when_th
     db = session(tmp_path, "d_ascend_pt")
     with sqlite3.connect(os.path.join(db, deliverables.ASCEND_OUTPUT, "ascend_pytorch_profiler_0.db")) as connection:
         connection.execute("CREATE TABLE STRING_IDS (id INTEGER, value TEXT)")
-        connection.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "a"), (2, "b"), (3, "c"), (9, "g")])
+        names = [(1, "a"), (2, "b"), (3, "c"), (9, "g"), (5, "hcom_send__1_0_1"), (6, "hcom_receive__1_0_1")]
+        connection.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", names)
         connection.execute("CREATE TABLE STEP_TIME (id INTEGER, startNs INTEGER, endNs INTEGER)")
         connection.execute("INSERT INTO STEP_TIME VALUES (4, 900000000, 1100000000)")
         connection.execute("CREATE TABLE COMMUNICATION_OP (opName, groupName, startNs, endNs)")
-        spans = [(1, 1000, 1010), (2, 1010, 1015), (3, 1020, 1022)]  # ms, as in the text export
+        spans = [(1, 1000, 1010), (2, 1010, 1015), (5, 1016, 1017), (3, 1020, 1022), (6, 1023, 1030)]  # ms
+        # ... a pipeline's send and receive among them: no collectives (tracecollectives.POINT_TO_POINT)
         connection.executemany(
             "INSERT INTO COMMUNICATION_OP VALUES (?, 9, ?, ?)", [(n, a * 10**6, b * 10**6) for n, a, b in spans]
         )
