@@ -244,8 +244,9 @@ def named_by_sends(measured: list[dict], verdict: dict, rule: str) -> list[tuple
         if process["collective_s"] > typical:
             return []
         window = process.get("window_label") or "its window"
+        beside = " and the steps beside it" if rule == CPU_TIME else ""  # the NPU's: the window's steps only
         evidence = (
-            f"{did(rule)} {text(named)} ({window} and the steps beside it), and waited "
+            f"{did(rule)} {text(named)} ({window}{beside}), and waited "
             f"{process['collective_s'] * 1e3:.0f} ms in sends and receives against {typical * 1e3:.0f} ms on the "
             f"others (their median): their pipeline waits for its work, {named['extra_per_step_s'] * 1e3:.1f} ms a step"
         )
