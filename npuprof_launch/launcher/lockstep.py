@@ -308,6 +308,8 @@ def _by_total_time(measured: list[dict]) -> tuple[list[tuple[dict, dict]], str |
     "less than 1.00 ms apart, within what the host's scheduling does to alike processes")."""
     found: list[tuple[dict, dict]] = []
     why: dict[int, str] = {}
+    # a pipeline's windows: sends and receives only (tracecollectives.POINT_TO_POINT), none to number
+    held_in = "sends and receives" if all(p.get(COLLECTIVES) == [] for p in measured) else "collectives"
     for process in measured:
         others, typical, low, high, share = _against(process, measured)
         recorded = stepwaits.recorded_steps(process)
@@ -334,7 +336,7 @@ def _by_total_time(measured: list[dict]) -> tuple[list[tuple[dict, dict]], str |
             )
         if reason is not None:
             why[id(process)] = (
-                f"in lockstep (the others spent {share:.0%} of their window in collectives), rank {process['rank']} "
+                f"in lockstep (the others spent {share:.0%} of their window in {held_in}), rank {process['rank']} "
                 f"waited least, {_wait_ms(own)} ms against {span} {wording.on_others(others)}, and is no finding: "
                 f"{reason}"
             )
