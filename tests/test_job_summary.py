@@ -7,7 +7,10 @@ command, run, records step 7. The same job with ranks that train alone: step tim
 
 from __future__ import annotations
 
+import glob
+import json
 import os
+import re
 import shlex
 import sys
 
@@ -16,6 +19,9 @@ from answers import check_json, slow_rank_evidence
 from compare import profiled_against_bare, rank_lines
 from jobs import ROOT, assert_ok, clean_env, npuprof, once
 from outputs import status_records, windows
+
+from npuprof_launch.common import tracecollectives
+from npuprof_launch.launcher import stepwaits
 
 JOB = os.path.join(ROOT, "examples", "stragglers.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4"]
@@ -74,6 +80,24 @@ def test_the_summary_names_the_slow_rank_and_the_spike(straggler_run):
     for process in report["processes"]:
         assert windows(process) == [{"first_step": 3, "last_step": 5, "complete": True, "traces": process["traces"]}]
         assert process["step_times"] and os.path.isfile(os.path.join(out, process["step_times"]))
+
+
+def test_each_window_keeps_when_its_rank_reached_each_steps_collectives_from_the_steps_start(straggler_run):
+    """What the reach rule (stepwaits.reached_last) reads: rank 2 sleeps 100 ms at each step's start,
+    so it reaches the step's all-reduce that much later than the others from its own step's start,
+    wherever each rank's step began."""
+    mode, out, _ = straggler_run
+    if mode != "lockstep":
+        pytest.skip("ranks that train alone hold no collectives")
+    reach = {}
+    for path in glob.glob(os.path.join(out, "npuprof_status", "windows", "*.json")):
+        with open(path) as handle:
+            window = json.load(handle)
+        rank = int(re.search(r"rank(\d+)_", os.path.basename(path)).group(1))
+        reach[rank] = stepwaits.reach_by_step({"_collectives": tracecollectives.of(window["summary"]["collectives"])})
+    assert sorted(reach) == [0, 1, 2, 3] and all(sorted(steps) == [3, 4, 5] for steps in reach.values()), reach
+    for step in (3, 4, 5):
+        assert reach[2][step] - max(reach[rank][step] for rank in (0, 1, 3)) > 0.08, reach
 
 
 def test_the_suggested_command_records_the_spike(straggler_run, tmp_path):

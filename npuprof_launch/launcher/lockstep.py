@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from npuprof_launch.common import findings, stepstats
 from npuprof_launch.launcher import collectives, cputime, stepwaits, wording
+from npuprof_launch.launcher.wording import span_ms as _span_ms
+from npuprof_launch.launcher.wording import wait_ms as _wait_ms
 
 #: The rule a finding or "no rank stands out" rests on (its evidence's ``rule``).
 PER_COLLECTIVE = "per_collective"
@@ -107,10 +109,25 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None, 
         for _, finding in found:
             finding.update({"rule": finding.get("rule", TOTAL_TIME), **short})
         evidence = {"rule": TOTAL_TIME, **short} if why is not None else {}
+        reached = _by_reach(measured) if why is not None else None
+        if reached and reached["named"]:
+            process = next(p for p in measured if p["rank"] == reached["rank"])
+            return [(process, stepwaits.reach_finding(process, measured, reached, short))], None, {}
+        if reached and why is not None:
+            why += f"; {stepwaits.reach_text(reached, reached['step_s'])}"
+            evidence[stepwaits.REACHED_LAST] = {key: reached[key] for key in ("rank", "steps", "least_s", "needed_s")}
     if why is not None and ran_why:
         why += f"; {ran_why}"
         evidence[ran_top.pop("rule")] = ran_top  # cpu_time or device_time
     return found, why, evidence
+
+
+def _by_reach(measured: list[dict]) -> dict | None:
+    """The verdict of each step's reach (stepwaits.reached_last), with the job's step; None where it
+    cannot be judged."""
+    step_s = _job_step(measured)
+    verdict = stepwaits.reached_last(measured, step_s) if step_s else None
+    return {**verdict, "step_s": step_s} if verdict else None
 
 
 def too_few_text(verdict: dict) -> str:
@@ -463,16 +480,6 @@ def _against(process: dict, measured: list[dict]) -> tuple[list[dict], float, fl
     waits = sorted(p["collective_s"] for p in others)
     share = stepstats.quantile(sorted(p["collective_s"] / p["window_s"] for p in others), 0.5)
     return others, stepstats.quantile(waits, 0.5), waits[0], waits[-1], share
-
-
-def _span_ms(low: float, high: float) -> str:
-    """ "20-31 ms", or "20 ms" when both read the same."""
-    return f"{_wait_ms(low)}-{_wait_ms(high)} ms" if _wait_ms(low) != _wait_ms(high) else f"{_wait_ms(high)} ms"
-
-
-def _wait_ms(seconds: float) -> str:
-    """A time in collectives, in ms: whole ones from 10 ms, else a tenth (6 ms against 6 ms said nothing)."""
-    return f"{seconds * 1e3:.0f}" if seconds >= 0.0095 else f"{seconds * 1e3:.1f}"
 
 
 def _why_not_its_work(process: dict, others: list[dict], advantage_s: float) -> str | None:

@@ -18,12 +18,30 @@ for a CPU past the others' median taken off (the machine's doing, not the job's)
 alike ranks is the least in all those steps by chance CHANCE of the time at most, where its wait for
 a CPU is known in each (without it a busy machine's doing cannot be taken off), and where each rank's
 waits of a step fit in the step: DDP's buckets reduced while backward computes overlap, sum to more
-than the step, and are no time lost. Standard library only; pure.
+than the step, and are no time lost.
+
+A wait is measured from the moment a rank reaches the collective, and each rank begins its step
+when its own work after the last one is done: the tool's start of its window, on the first
+recorded step, lands there too. In the same F20 run another rank was 13 ms late into the first
+recorded step, reached its collective as late as the sleeper, and waited 3.2 ms against its
+3.8 ms. So REACHED_LAST reads each step from its own start instead: when each rank reached the
+step's first collective, on its own clock. The rank that reached it last in each of the window's
+steps, after every other rank by MIN_REACH of the job's step at least (its wait for a CPU past the
+others' median again taken off), is the one the others waited for. The same chance bounds it, and
+overlapping collectives do not matter (the first one's start is before any of them). Its reach is
+what comes before the step's first collective; extra work after a step's last one shows in the
+waits only. Beside two CPU hogs, in the kept 3-step windows of F17-F20 with no slow rank (4 and 8
+gloo DDP ranks: 109, 85 of them healthy runs, 24 with a stall, a spike or a slowdown of every
+rank), the rank latest over the window led at its least step by -0.001 of a step at most; the 30 %
+sleeper led by 0.054-0.174 of a step in each of its 6 runs (by waits it was named in 2). A 10 %
+sleeper (0.016 at best) and a rank on 10 % more rows (its wait for a CPU, taken off, covers its
+lead) are not found this way. Standard library only; pure.
 """
 
 from __future__ import annotations
 
 from npuprof_launch.common import findings, stepstats
+from npuprof_launch.launcher import wording
 
 #: The rule's name in a finding's evidence (lockstep's TOTAL_TIME, read step by step).
 EVERY_STEP = "every_step"
@@ -33,6 +51,11 @@ MIN_STEP = 0.1
 #: The most chance that one of n alike ranks is the least in all k steps, n * (1/n)**k: 4 ranks from
 #: 3 steps (1 in 16), 8 from 3, 2 from 5.
 CHANCE = 1 / 16
+#: The rule's name for the rank that reached each step's first collective last (by its reach).
+REACHED_LAST = "reached_last"
+#: The least lead a step, as a share of the job's median step: half of MIN_STEP, since the reach
+#: leaves out how late each rank began its step (alike ranks' best at their least step: -0.001).
+MIN_REACH = 0.05
 #: Where a report row holds its window's collectives (collectives.Collective each: key, group, step,
 #: wait_s, start_s) while the job's view is made; report.py takes them out after.
 COLLECTIVES = "_collectives"
@@ -150,3 +173,112 @@ def text(verdict: dict, step_s: float) -> str:
         f"step by step, another rank waited no longer than it in {verdict['behind']} of its {verdict['steps']} "
         "recorded steps, once its own wait for a CPU was taken off"
     )
+
+
+def reach_by_step(process: dict, keys: dict[int, set[str]] | None = None) -> dict[int, float]:
+    """When the process reached each recorded step's first collective, from the step's start (the
+    job's numbering); of the collectives ``keys`` holds for that step, where given."""
+    found: dict[int, float] = {}
+    for key, _group, step, _wait_s, start_s in process.get(COLLECTIVES) or ():
+        if keys is None or key in keys.get(step, ()):
+            found[step] = min(found.get(step, start_s), start_s)
+    return found
+
+
+def reached_last(processes: list[dict], step_s: float) -> dict | None:
+    """The rank that reached each step's first collective last (REACHED_LAST, see the module's
+    docstring), ``step_s`` the job's median step: ``rank``, ``named``, ``waited_least`` (over the
+    window, less than every other rank: named only then), ``steps``, ``least_s`` and
+    ``most_s`` (its lead over the next rank at its least and its most step, its wait for a CPU past
+    the others' taken off), ``needed_s``, and ``behind``: the steps it led in by nothing; None where
+    it cannot be judged: too few steps for the chance, a collective no rank shares with all, a wait
+    for a CPU not known, or starts not from the step's (an NPU's operations are timed on the device)."""
+    if len(processes) < 2 or any(p.get("collectives_read") for p in processes):
+        return None
+    held: list[dict[int, set[str]]] = [{} for _ in processes]  # step -> the keys of one process's collectives there
+    for one, process in zip(held, processes):
+        for key, _group, step, _wait_s, _start_s in process.get(COLLECTIVES) or ():
+            one.setdefault(step, set()).add(key)
+    common = {step: set.intersection(*(one.get(step, set()) for one in held)) for step in held[0]}
+    reaches = [reach_by_step(p, common) for p in processes]
+    steps = sorted(set.intersection(*(set(reach) for reach in reaches)))
+    if not steps or len(processes) * (1 / len(processes)) ** len(steps) > CHANCE:
+        return None
+    last = max(range(len(processes)), key=lambda i: sum(reaches[i][step] for step in steps))
+    cpu = [cpu_wait_by_step(p) for p in processes]
+    if any(step not in cpu[last] for step in steps):
+        return None
+    others = [i for i in range(len(processes)) if i != last]
+    leads = []
+    for step in steps:
+        machine = cpu[last][step] - stepstats.quantile(sorted(cpu[i].get(step, 0.0) for i in others), 0.5)
+        leads.append(reaches[last][step] - max(reaches[i][step] for i in others) - max(0.0, machine))
+    needed = max(findings.NOISE_S, MIN_REACH * step_s)
+    least, most = min(leads), max(leads)
+    # ...and over the window it waited least: a rank late at the first collective that waits as
+    # long at a later one (work of the others' moved after it) holds no one back.
+    least_wait = all(processes[last]["collective_s"] < processes[i]["collective_s"] for i in others)
+    return {
+        "rank": processes[last]["rank"],
+        "named": least >= needed and least_wait,
+        "waited_least": least_wait,
+        "steps": len(steps),
+        "least_s": least,
+        "most_s": most,
+        "needed_s": needed,
+        "behind": sum(lead <= 0 for lead in leads),
+    }
+
+
+def reach_text(verdict: dict, step_s: float) -> str:
+    """ "in each of its 3 recorded steps it reached the step's first collective after every other
+    rank, by 9.4-14.7 ms (0.13-0.21 of the job's 71.2 ms median step) past its own wait for a CPU";
+    or, not named, how near it came."""
+    steps, rank = verdict["steps"], verdict["rank"]
+    if verdict["named"]:
+        share = f"{verdict['least_s'] / step_s:.2f}-{verdict['most_s'] / step_s:.2f}"
+        return (
+            f"in each of its {steps} recorded steps it reached the step's first collective after every other rank, "
+            f"by {verdict['least_s'] * 1e3:.1f}-{verdict['most_s'] * 1e3:.1f} ms ({share} of the job's "
+            f"{step_s * 1e3:.1f} ms median step) past its own wait for a CPU"
+        )
+    if verdict["least_s"] >= verdict["needed_s"]:  # and it did not wait least
+        return (
+            f"from each step's start, rank {rank} reached the first collective last in each of its {steps} recorded "
+            "steps, but over the window it waited in collectives no less than another rank"
+        )
+    if verdict["least_s"] > 0:
+        return (
+            f"from each step's start, rank {rank} reached the first collective last in each of its {steps} recorded "
+            f"steps, by {verdict['least_s'] * 1e3:.1f} ms at the least past its own wait for a CPU, "
+            f"{verdict['needed_s'] * 1e3:.1f} ms needed"
+        )
+    return (
+        f"from each step's start, rank {rank} reached the first collective latest over the window, but another "
+        f"rank reached it as late in {verdict['behind']} of its {steps} recorded steps, once its own wait for a "
+        "CPU was taken off"
+    )
+
+
+def reach_finding(process: dict, measured: list[dict], verdict: dict, short: dict) -> dict:
+    """The finding of the rank each step's reach names (``verdict`` with the job's ``step_s``), its
+    time in collectives beside the others'; ``short``: what each collective apart lacked."""
+    others = [p for p in measured if p is not process]
+    waits = sorted(p["collective_s"] for p in others)
+    steps = process.get("window_label") or "its window"
+    return {
+        "rank": process["rank"],
+        "method": "collectives",
+        "rule": REACHED_LAST,
+        "collective_s": process["collective_s"],
+        "others_collective_s": stepstats.quantile(waits, 0.5),
+        "others_min_collective_s": waits[0],
+        "steps": verdict["steps"],
+        "test": "the last to reach each step's first collective, in every step, by a share of the job's step",
+        "level": MIN_REACH,
+        **{f"lead_{key}": verdict[key] for key in ("least_s", "most_s", "needed_s")},
+        **short,
+        "evidence": f"in {steps} it spent {wording.wait_ms(process['collective_s'])} ms in collectives against "
+        f"{wording.span_ms(waits[0], waits[-1])} {wording.on_others(others)}; "
+        f"{reach_text(verdict, verdict['step_s'])}: the others wait for it",
+    }

@@ -123,6 +123,16 @@ def on_others(others: list[dict]) -> str:
     return f"on rank {others[0]['rank']}" if len(others) == 1 else "on the other ranks"
 
 
+def wait_ms(seconds: float) -> str:
+    """A time in collectives, in ms: whole ones from 10 ms, else a tenth (6 ms against 6 ms said nothing)."""
+    return f"{seconds * 1e3:.0f}" if seconds >= 0.0095 else f"{seconds * 1e3:.1f}"
+
+
+def span_ms(low: float, high: float) -> str:
+    """ "20-31 ms", or "20 ms" when both read the same."""
+    return f"{wait_ms(low)}-{wait_ms(high)} ms" if wait_ms(low) != wait_ms(high) else f"{wait_ms(high)} ms"
+
+
 def steps(first: int | None, last: int | None) -> str:
     """ "step 3", "steps 3-4": a span of the job's steps."""
     return f"step {first}" if first == last else f"steps {first}-{last}"

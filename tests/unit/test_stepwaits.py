@@ -121,3 +121,102 @@ def test_collectives_that_overlap_the_step_or_a_cpu_wait_not_read_judge_nothing(
     assert stepwaits.every_step(process, overlapped, STEP_S) is None
     unread = dict(process, cpu_wait=None)
     assert stepwaits.every_step(unread, others, STEP_S) is None
+
+
+#: Another run of the same job (F20, steps 35-37): each rank's wait in the step's collective (s),
+#: when it reached it from the step's start (s), its wait for a CPU by step (s), its window (s).
+#: Rank 0 began step 35 13 ms after rank 2, reached the collective as late, and waited 3.2 ms
+#: against rank 2's 3.8 ms: by waits another rank passed it in one step.
+REACHED = {
+    0: ((0.00321, 0.01620, 0.01515), (0.05581, 0.05176, 0.05181), (0.003331, 0.0, 0.005463), 0.2088),
+    1: ((0.01027, 0.01363, 0.01417), (0.05845, 0.05221, 0.05388), (0.00638, 0.000627, 0.006538), 0.2264),
+    2: ((0.00381, 0.00126, 0.00407), (0.06780, 0.06691, 0.06671), (0.000564, 0.000607, 0.000876), 0.2204),
+    3: ((0.01351, 0.01680, 0.01521), (0.05279, 0.05155, 0.05173), (0.000444, 0.000391, 0.000308), 0.2047),
+}
+REACHED_STEP_S = 0.07118
+
+
+def reached_rows(changed: dict | None = None, ranks=REACHED) -> list[dict]:
+    made = []
+    for rank, (waits, starts, cpu, window_s) in ranks.items():
+        waits, starts, cpu, window_s = (changed or {}).get(rank, (waits, starts, cpu, window_s))
+        one = row(rank, waits, cpu, window_s)
+        one["step_stats"] = stepstats.rank_stats([REACHED_STEP_S + step * 1e-7 for step in range(2, 41)])
+        one["_collectives"] = [(f"all_reduce#{i}", "0-3", 3 + i, w, s) for i, (w, s) in enumerate(zip(waits, starts))]
+        made.append(one)
+    return made
+
+
+def test_the_rank_that_reached_each_steps_first_collective_last_is_named_where_its_waits_were_passed():
+    made = reached_rows()
+    process, *others = sorted(made, key=lambda one: one["collective_s"])
+    assert process["rank"] == 2 and not stepwaits.every_step(process, others, REACHED_STEP_S)["named"]
+    verdict = stepwaits.reached_last(made, REACHED_STEP_S)
+    assert verdict["rank"] == 2 and verdict["named"] and verdict["behind"] == 0, verdict
+    # Step 35: its wait for a CPU was below the others' median, and nothing of its lead is taken off;
+    # step 36: 0.22 ms past it.
+    assert verdict["least_s"] == pytest.approx(0.06780 - 0.05845)
+    assert verdict["most_s"] == pytest.approx(0.06691 - 0.05221 - (0.000607 - 0.000391))
+    assert verdict["needed_s"] == pytest.approx(0.05 * REACHED_STEP_S)
+    job = jobview.summarize(made)
+    (slow,) = job["slow_ranks"]
+    assert slow["rank"] == 2 and slow["rule"] == "reached_last" and slow["steps"] == 3
+    assert slow["lead_least_s"] == pytest.approx(0.06780 - 0.05845)
+    assert slow["evidence"].endswith(
+        "; in each of its 3 recorded steps it reached the step's first collective after every other rank, by "
+        "9.3-14.5 ms (0.13-0.20 of the job's 71.2 ms median step) past its own wait for a CPU: the others wait for it"
+    ), slow["evidence"]
+
+
+def test_its_own_wait_for_a_cpu_that_covers_its_reach_names_no_one_and_says_which_step():
+    waits, starts, cpu, window_s = REACHED[2]
+    job = jobview.summarize(reached_rows({2: (waits, starts, (0.0140, cpu[1], cpu[2]), window_s)}))
+    assert job["slow_ranks"] == []
+    assert (
+        "from each step's start, rank 2 reached the first collective latest over the window, but another rank "
+        "reached it as late in 1 of its 3 recorded steps, once its own wait for a CPU was taken off"
+        in job["no_rank_stands_out"]
+    ), job["no_rank_stands_out"]
+    # A lead below a twentieth of a step says what would name it.
+    near = (starts[0], starts[1], 0.05388 + 0.0030)
+    job = jobview.summarize(reached_rows({2: (waits, near, cpu, window_s)}))
+    assert job["slow_ranks"] == []
+    assert (
+        "rank 2 reached the first collective last in each of its 3 recorded steps, by 3.0 ms at the least"
+        in (job["no_rank_stands_out"])
+    )
+
+
+def test_alike_ranks_that_take_turns_reaching_the_collective_last_name_no_one():
+    """Each rank the last in one step: the healthy windows' pattern (F17-F20)."""
+    turns = {
+        rank: (REACHED[rank][0], tuple(0.052 + 0.009 * (step == rank) for step in range(3)), REACHED[3][2], 0.21)
+        for rank in range(4)
+    }
+    made = reached_rows(ranks=turns)
+    verdict = stepwaits.reached_last(made, REACHED_STEP_S)
+    assert verdict is not None and not verdict["named"] and verdict["behind"] >= 1, verdict
+    assert not any(one["rank"] == verdict["rank"] for one in jobview.summarize(made)["slow_ranks"])
+
+
+def test_reach_is_not_judged_from_two_ranks_three_steps_an_npus_device_clock_or_no_collective_in_common():
+    made = reached_rows()
+    assert stepwaits.reached_last(made[1:3], REACHED_STEP_S) is None  # 1 in 4 by chance
+    assert stepwaits.reached_last([dict(one, collectives_read=["communication.json"]) for one in made], 0.07) is None
+    # Rank 2's first collective of each step is its own (no other rank holds it): reach is read from
+    # the first one every rank holds.
+    alone = dict(made[2])
+    alone["_collectives"] = [(f"gather@{s}", "0-3", s, 0.0, 0.001) for s in (3, 4, 5)] + made[2]["_collectives"]
+    verdict = stepwaits.reached_last([made[0], made[1], alone, made[3]], REACHED_STEP_S)
+    assert verdict["rank"] == 2 and verdict["least_s"] == pytest.approx(0.06780 - 0.05845)
+    # Late at each step's first collective, it waited as long as another rank over the window: the
+    # others' work moved after it, and no one was held back.
+    level = [dict(one, collective_s=0.05) if one["rank"] in (0, 2) else one for one in made]
+    verdict = stepwaits.reached_last(level, REACHED_STEP_S)
+    assert verdict["rank"] == 2 and not verdict["named"] and not verdict["waited_least"], verdict
+    assert (
+        "but over the window it waited in collectives no less than another rank"
+        in (jobview.summarize(level)["no_rank_stands_out"])
+    )
+    unread = [dict(one, cpu_wait=None) if one["rank"] == 2 else one for one in made]
+    assert stepwaits.reached_last(unread, REACHED_STEP_S) is None
