@@ -29,7 +29,7 @@ DEVICE_TIME = cputime.DEVICE_TIME
 COLLECTIVES = stepwaits.COLLECTIVES
 #: ...and whether they were all gloo's (tensors on the CPU: the stepping thread's time on a CPU is
 #: its compute; with NCCL it is kernel launches and a spin at each synchronization).
-ON_CPU = "_on_cpu"
+ON_CPU = stepwaits.ON_CPU
 #: ...and, from an NPU session's step trace, its device's computing time by step (the job's
 #: numbering): the NPU's own work, judged as a CPU thread's time is (cputime.py).
 DEVICE = "_device_compute"

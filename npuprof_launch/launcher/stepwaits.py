@@ -56,6 +56,9 @@ REACHED_LAST = "reached_last"
 #: The least lead a step, as a share of the job's median step: half of MIN_STEP, since the reach
 #: leaves out how late each rank began its step (alike ranks' best at their least step: -0.001).
 MIN_REACH = 0.05
+#: Where a report row says its window's collectives were all gloo's: each timed from the call on the
+#: host, from the step's start (NCCL's kernels and HCCL's operations start on the device's time).
+ON_CPU = "_on_cpu"
 #: Where a report row holds its window's collectives (collectives.Collective each: key, group, step,
 #: wait_s, start_s) while the job's view is made; report.py takes them out after.
 COLLECTIVES = "_collectives"
@@ -192,8 +195,9 @@ def reached_last(processes: list[dict], step_s: float) -> dict | None:
     ``most_s`` (its lead over the next rank at its least and its most step, its wait for a CPU past
     the others' taken off), ``needed_s``, and ``behind``: the steps it led in by nothing; None where
     it cannot be judged: too few steps for the chance, a collective no rank shares with all, a wait
-    for a CPU not known, or starts not from the step's (an NPU's operations are timed on the device)."""
-    if len(processes) < 2 or any(p.get("collectives_read") for p in processes):
+    for a CPU not known, or collectives not gloo's (ON_CPU: a device's kernel or operation starts
+    when the device gets to it, which the host's step boundaries do not bound; unverified there)."""
+    if len(processes) < 2 or not all(p.get(ON_CPU) for p in processes):
         return None
     held: list[dict[int, set[str]]] = [{} for _ in processes]  # step -> the keys of one process's collectives there
     for one, process in zip(held, processes):
