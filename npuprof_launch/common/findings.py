@@ -59,22 +59,44 @@ def binomial_tail(k: int, n: int, p: float) -> float:
 CPU_EXPLAINS_SHARE = 0.5
 
 
-def slow_rank_waited(verdict: dict, own_wait_s: float, theirs_wait_s: list[float], steps: int) -> str | None:
+#: A rank whose stepping thread ran this much longer on a CPU than the others' median may have had
+#: more work (launcher/cputime.py names a rank's own work from 1.15x: alike ranks beside two CPU hogs
+#: differed by up to 1.05; two ranks training alone, alike, by up to 1.04).
+MORE_RAN_RATIO = 1.02
+
+
+def slow_rank_waited(
+    verdict: dict, own_wait_s: float, theirs_wait_s: list[float], steps: int, ran_ratio: float | None = None
+) -> str | None:
     """Why the rank ``slow_rank`` named is not slow, where its own wait for a CPU in the ``steps``
     compared (``own_wait_s``, against each other rank's) explains CPU_EXPLAINS_SHARE of its excess;
     else None. A healthy job of 4 ranks on 2 cores beside CPU hogs had rank 0 named 3.7x slower
-    (0.5 ms steps; benchmarks/findings.py, 2026-12-05): it had less of the cores."""
+    (0.5 ms steps; benchmarks/findings.py, 2026-12-05): it had less of the cores. But a rank with
+    more work is runnable longer and waits longer too: where its thread ran MORE_RAN_RATIO of the
+    others' time on a CPU or more (``ran_ratio``), the reason says these steps cannot tell which
+    (tried: beside two CPU hogs, of two ranks training alone, the one on 10 % more rows ran 1.05x,
+    waited 92 ms more for a CPU in 31 steps, and was told "not more work"); "not more work" only
+    where its thread's time says so."""
     excess = (verdict["step_s"] - verdict["others_step_s"]) * steps
     if not theirs_wait_s or excess <= 0:
         return None
     typical = median(theirs_wait_s)
     if own_wait_s - typical < CPU_EXPLAINS_SHARE * excess:
         return None
-    return (
+    head = (
         f"rank {verdict['rank']}'s steps were {verdict['ratio']:.2f}x the others' by median, but it waited for a CPU "
         f"{_ms(own_wait_s)} in those {steps} steps against {_ms(typical)} on the others, "
-        f"{(own_wait_s - typical) / excess:.0%} of its excess: it had less of the cores, not more work; no finding"
+        f"{(own_wait_s - typical) / excess:.0%} of its excess"
     )
+    if ran_ratio is None:
+        return f"{head}: it had less of the cores; no finding"
+    ran = f"its stepping thread ran {ran_ratio:.2f}x the others' time on a CPU"
+    if ran_ratio >= MORE_RAN_RATIO:
+        return (
+            f"{head}, and {ran}, under the margin that names a rank's own work: more work or less of the cores, "
+            "these steps cannot tell; no finding"
+        )
+    return f"{head}, and {ran}: it had less of the cores, not more work; no finding"
 
 
 def slow_rank(series: dict) -> dict:

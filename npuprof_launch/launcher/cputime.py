@@ -138,6 +138,20 @@ def confirm_slow(verdict: dict, longest_ran: dict | None) -> dict | None:
     return {**verdict, **evidence_of(longest_ran), "found": True, "rule": rule, "evidence": evidence}
 
 
+def ratio_of(processes: list[dict], rank: int) -> float | None:
+    """``rank``'s median time on a CPU a step over the others' median, over the steps every rank
+    kept (ran_of); None where one kept none."""
+    ran = ran_of(processes)
+    if not ran or rank not in ran:
+        return None
+    steps = sorted(set.intersection(*(set(times) for times in ran.values())))
+    if not steps:
+        return None
+    medians = {one: stepstats.quantile(sorted(times[step] for step in steps), 0.5) for one, times in ran.items()}
+    theirs = stepstats.quantile(sorted(value for one, value in medians.items() if one != rank), 0.5)
+    return medians[rank] / theirs if theirs > 0 else None
+
+
 def ran_of(processes: list[dict]) -> dict[int, dict[int, float]] | None:
     """Each process's time on a CPU by step (ran_by_step), by rank; None where a process kept none
     or two rows are one rank's: the judge compares ranks over the steps they all hold."""

@@ -221,7 +221,8 @@ def _slow_by_step_times(group: list[dict], series: dict[int, Steps | None]) -> t
         process = next(p for p, _ in rows if p["rank"] == verdict["rank"])
         theirs = [stepstats.cpu_wait_in(p.get("cpu_wait"), shared) for p, _ in rows if p is not process]
         own = stepstats.cpu_wait_in(process.get("cpu_wait"), shared)
-        waited = findings.slow_rank_waited(verdict, own, theirs, len(shared))
+        ran_ratio = cputime.ratio_of([p for p, _ in rows], process["rank"])
+        waited = findings.slow_rank_waited(verdict, own, theirs, len(shared), ran_ratio)
         if waited is not None and more is not None and more["rank"] == process["rank"]:
             verdict = {**verdict, **cputime.evidence_of(more), "rule": more["rule"]}  # a busier rank waits more
             verdict["evidence"] += (

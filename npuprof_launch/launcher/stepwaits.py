@@ -236,7 +236,7 @@ def reached_last(processes: list[dict], step_s: float) -> dict | None:
 
 def reach_text(verdict: dict, step_s: float) -> str:
     """ "in each of its 3 recorded steps it reached the step's first collective after every other
-    rank, by 9.4-14.7 ms (0.13-0.21 of the job's 71.2 ms median step) past its own wait for a CPU";
+    rank, by 9.3-14.5 ms (0.13-0.20 of the job's 71.2 ms median step) past its own wait for a CPU";
     or, not named, how near it came."""
     steps, rank = verdict["steps"], verdict["rank"]
     if verdict["named"]:

@@ -96,6 +96,21 @@ def test_on_a_busy_machine_a_rank_above_the_others_median_in_most_steps_is_found
     assert verdict["slowest_in"] <= 16 and verdict["above_others_in"] >= 27
 
 
+def test_a_rank_that_waited_for_a_cpu_says_not_more_work_only_where_its_threads_time_says_so():
+    """Beside two CPU hogs, of two ranks training alone, the one on 10 % more rows: steps 1.05x, 92 ms
+    more waiting for a CPU in 31 steps, its thread 1.05x on a CPU: told "not more work" before."""
+    verdict = {"rank": 1, "ratio": 1.05, "step_s": 0.0243, "others_step_s": 0.0231}
+    told = {ratio: findings.slow_rank_waited(verdict, 0.3253, [0.2338], 31, ratio) for ratio in (None, 1.0, 1.046)}
+    assert told[None].endswith("246% of its excess: it had less of the cores; no finding"), told[None]
+    assert told[1.0].endswith("1.00x the others' time on a CPU: it had less of the cores, not more work; no finding")
+    assert told[1.046].endswith(
+        "ran 1.05x the others' time on a CPU, under the margin that names a rank's own work: more work or less of "
+        "the cores, these steps cannot tell; no finding"
+    ), told[1.046]
+    # Its wait for a CPU short of half its excess: the step times' verdict stands.
+    assert findings.slow_rank_waited(verdict, 0.25, [0.2338], 31, 1.0) is None
+
+
 def test_one_stall_cannot_make_a_rank_slow():
     series = ranks_of(4, 30, 0.020, 0.05, seed=2)
     series[3][12] = 0.8
