@@ -258,9 +258,9 @@ def reach_text(verdict: dict, step_s: float) -> str:
             f"{verdict['needed_s'] * 1e3:.1f} ms needed"
         )
     return (
-        f"from each step's start, rank {rank} reached the first collective latest over the window, but another "
-        f"rank reached it as late in {verdict['behind']} of its {steps} recorded steps, once its own wait for a "
-        "CPU was taken off"
+        f"from each step's start, rank {rank} reached the first collective latest over the window, but after "
+        f"every other rank in {steps - verdict['behind']} of its {steps} recorded steps only, once its own wait "
+        "for a CPU was taken off"
     )
 
 

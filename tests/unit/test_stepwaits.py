@@ -174,8 +174,8 @@ def test_its_own_wait_for_a_cpu_that_covers_its_reach_names_no_one_and_says_whic
     job = jobview.summarize(reached_rows({2: (waits, starts, (0.0140, cpu[1], cpu[2]), window_s)}))
     assert job["slow_ranks"] == []
     assert (
-        "from each step's start, rank 2 reached the first collective latest over the window, but another rank "
-        "reached it as late in 1 of its 3 recorded steps, once its own wait for a CPU was taken off"
+        "from each step's start, rank 2 reached the first collective latest over the window, but after every "
+        "other rank in 2 of its 3 recorded steps only, once its own wait for a CPU was taken off"
         in job["no_rank_stands_out"]
     ), job["no_rank_stands_out"]
     # A lead below a twentieth of a step says what would name it.
