@@ -410,7 +410,9 @@ def median_chart(grid: Grid, job: dict) -> str:
                 f"out. {how}.</p>"
             )
     elif job.get("no_rank_stands_out"):
-        parts.append(f"<p>No rank stands out: {esc(job['no_rank_stands_out'])}.</p>")
+        unjudged = wording.unjudged(job.get("slow_rank_verdict") or {})
+        head = f"{unjudged[0].upper()}{unjudged[1:]}" if unjudged else "No rank stands out"
+        parts.append(f"<p>{esc(head)}: {esc(job['no_rank_stands_out'])}.</p>")
     else:
         parts.append("<p>No rank stands out.</p>")
     medians = [m for m in grid.medians if m]

@@ -109,6 +109,9 @@ def slow_ranks(group: list[dict]) -> tuple[list[tuple[dict, dict]], str | None, 
         for _, finding in found:
             finding.update({"rule": finding.get("rule", TOTAL_TIME), **short})
         evidence = {"rule": TOTAL_TIME, **short} if why is not None else {}
+        held = stepwaits.recorded_steps(min(measured, key=lambda p: p["collective_s"]))  # whose why it is
+        if why is not None and held < COLLECTIVE_MIN_STEPS:  # judged by no rule: wording.unjudged
+            evidence.update(recorded_steps=held, window_steps_needed=COLLECTIVE_MIN_STEPS)
         reached = _by_reach(measured) if why is not None else None
         if reached and reached["named"]:
             process = next(p for p in measured if p["rank"] == reached["rank"])

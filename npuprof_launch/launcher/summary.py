@@ -81,7 +81,9 @@ def format_table(report: dict, verbose: bool = False, explain: bool = False, wid
         lines.extend(_bullet(_note_text(one)) for one in whole)
     step = job.get("step_time_s")
     if step:
-        alike = "; no rank stands out" if answer.of_kind(notes, "no_rank_stands_out") and not explain else ""
+        alike = ""
+        for note in answer.of_kind(notes, "no_rank_stands_out") if not explain else ():
+            alike = f"; {wording.unjudged(note['evidence']) or 'no rank stands out'}"
         line = f"  step time across ranks: median {_ms(step['median'])} ms, p90 {_ms(step['p90'])} ms; "
         lines.append(_wrap(f"{line}slowest step {_ms(step['max'])} ms{alike}"))
     lines.extend(_wrap(f"  {line}") for line in numbering_lines(processes))

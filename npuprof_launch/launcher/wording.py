@@ -154,3 +154,14 @@ def attempts_text(processes: list[dict]) -> str:
 #: What a row's top operators' times measure (``top_operators_time``): a torch trace's CPU self
 #: time per operator, or an NPU session's device time per operator type.
 OPERATOR_TIME = {"self": "self time", "device": "device time"}
+
+
+def unjudged(verdict: Mapping[str, Any]) -> str | None:
+    """Where a lockstep window held too few recorded steps for any slow-rank rule to judge: that,
+    and the window that can. Told instead of "no rank stands out", which would say the ranks were
+    judged alike (tried: a 4-rank DDP rank sleeping 30 % of a step more, under the default one-step
+    window, was "no rank stands out")."""
+    needed, held = verdict.get("window_steps_needed"), verdict.get("recorded_steps")
+    if not needed or held is None or verdict.get("rounds_needed"):
+        return None
+    return f"{count(held, 'recorded step')} cannot tell a slow rank (--active {needed} or more can)"

@@ -110,6 +110,24 @@ def test_the_summary_leads_with_the_findings_folds_the_notes_and_wraps_long_line
     assert "steps told apart:" not in explained
 
 
+def test_a_window_too_short_to_judge_a_slow_rank_is_not_told_as_alike_ranks():
+    """The default window records one step: no slow-rank rule judges from it, and a 4-rank DDP rank
+    sleeping 30 % of a step more was told "no rank stands out" under it. The summary says what the
+    window could not tell, and the window that can; judged ranks stay "no rank stands out"."""
+    reason = "in lockstep ..., rank 1 waited least, 28 ms against 51-70 ms ..., and is no finding: its window held 1"
+    short = answer.item("no_rank_stands_out", reason, rule="total_time", recorded_steps=1, window_steps_needed=3)
+    told = " ".join(summary.format_table(report_of(notes=[short])).split())  # its wrapped lines joined
+    assert "slowest step 90.00 ms; 1 recorded step cannot tell a slow rank (--active 3 or more can)" in told, told
+    assert "no rank stands out" not in told, told
+    validate(report_of(notes=[short]))
+    # a window of 3 steps whose collectives held too few rounds: the time in them judged the ranks
+    judged = answer.item(
+        "no_rank_stands_out", "...", rule="total_time", rounds=3, rounds_needed=13, window_steps_needed=13
+    )
+    judged_lines = summary.format_table(report_of(notes=[judged])).splitlines()
+    assert any(line.endswith("; no rank stands out") for line in judged_lines), judged_lines
+
+
 def test_a_path_is_never_broken_by_the_wrap():
     path = "/home/you/" + "a-very-long-folder-name/" * 6 + "npuprof_report.html"
     wrapped = summary.wrapped(f"  the page is at {path} and the traces beside it, in the same folder as always")

@@ -329,6 +329,9 @@ def test_a_window_of_one_step_on_a_spike_names_the_rank_the_others_waited_for_in
     assert job["no_rank_stands_out"].endswith(
         "fewer than 3 (--active 3 or more) to tell a slow rank; in its 1 recorded step the others waited for rank 0"
     )
+    # No rule judged a slow rank there: the verdict says so, and the window that can (wording.unjudged).
+    verdict = job["slow_rank_verdict"]
+    assert verdict["recorded_steps"] == 1 and verdict["window_steps_needed"] == 3, verdict
     # The same step with 350 ms of it spent waiting for a CPU: the machine's doing, the job's is 29 ms.
     waited = [dict(rows[0], cpu_wait={"blocks": [[3, 3, 0.35]], "covered": [[2, 20]], "at_most_s": 0.005})]
     assert jobview.summarize(waited + rows[1:])["waited_for"] == []
@@ -338,7 +341,8 @@ def test_a_window_of_one_step_on_a_spike_names_the_rank_the_others_waited_for_in
     alike = [collective_row(0, 0.002, 3, 0.0005, 0.040), collective_row(1, 0.012, 3, 0.0005, 0.041)]
     assert jobview.summarize(alike)["waited_for"] == []
     # Three recorded steps: the slow-rank rule's to judge, not this one.
-    assert jobview.summarize([collective_row(r, c, 5, s, w) for r, (c, w, s) in enumerate(EVAL)])["waited_for"] == []
+    judged = jobview.summarize([collective_row(r, c, 5, s, w) for r, (c, w, s) in enumerate(EVAL)])
+    assert judged["waited_for"] == [] and "window_steps_needed" not in judged["slow_rank_verdict"]
 
 
 def test_a_spike_of_three_of_a_busy_machine_s_steps_in_a_window_of_one_step_names_the_rank_waited_for():
