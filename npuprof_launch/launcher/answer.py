@@ -53,6 +53,11 @@ KINDS: dict[str, Kind] = {
         Kind("slow_rank", FINDING, "a rank whose steps take longer than the others' (per-step binomial test)"),
         Kind("waited_for_rank", FINDING, "the rank the others wait for in collectives, over the windows"),
         Kind("waited_for_in_window", FINDING, "the rank the others waited for in one profiled window"),
+        Kind(
+            "held_back_rank",
+            FINDING,
+            "a rank whose thread waits for a CPU in step after step, the others' not, and the job pays for it",
+        ),
         Kind("spike", FINDING, "a step far over its rank's median, not the tool's doing nor a wait for a CPU"),
         Kind("period", FINDING, "spikes evenly spaced: what the job does every N steps"),
         Kind(

@@ -99,13 +99,14 @@ def text(named: dict) -> str:
     )
 
 
-def ran_by_step(process: dict) -> dict[int, float]:
+def ran_by_step(process: dict, reading: str = "ran") -> dict[int, float]:
     """The time the process's stepping thread ran on a CPU in each step the record kept (its windows'
     steps and those after each: inprocess/cpuwait.py), in the job's numbering (the readings count the
     process's steps), less the steps of warm-up (2-4) and the tool's own steps beside each window: the
-    one before it and the one after it (the profiler's stop and export)."""
+    one before it and the one after it (the profiler's stop and export). ``reading="waited"``: the
+    time it waited for a CPU in the same steps (heldback.py)."""
     offset = process.get("step_offset") or 0
-    kept = (process.get("cpu_wait") or {}).get("ran") or ()
+    kept = (process.get("cpu_wait") or {}).get(reading) or ()
     ran = {int(step) + offset: float(seconds) for step, seconds in kept if step > 1 + stepstats.WARMUP_STEPS}
     tool: set[int] = set()
     for window in process.get("windows") or ():

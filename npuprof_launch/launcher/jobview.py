@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from npuprof_launch.common import findings, stepstats, steptimes
-from npuprof_launch.launcher import answer, cputime, jobend, lockstep, nextruns, periods, wording
+from npuprof_launch.launcher import answer, cputime, heldback, jobend, lockstep, nextruns, periods, wording
 
 #: Out of lockstep, the ranks' last this many steps are compared step by step (4 bytes a step read
 #: from each rank's file), and at most this many slow ranks named (the next among the rest each time).
@@ -97,6 +97,7 @@ def summarize(
         "slow_ranks": [],
         "slow_rank_verdict": None,
         "waited_for": [],
+        "held_back": [],
         "spikes": [],
         "spike_period": None,
         "undecidable_spikes": [],
@@ -124,8 +125,11 @@ def summarize(
             in_lockstep += lockstep.too_few_text(verdict)
         if not found:
             found, reason = _slow_by_step_times(group, series)
+            median = (job["step_time_s"] or {}).get("median")
+            back = None if found else heldback.judge(group, median, lockstep=in_lockstep is not None)
+            job["held_back"].extend([{**_stage_of(group[0]), **back}] if back else [])
             # In lockstep the ranks' step times are alike by construction: the collectives' reason.
-            if not found and (in_lockstep or reason):
+            if not found and not back and (in_lockstep or reason):
                 reasons.append((in_lockstep, verdict) if in_lockstep else (reason, {}))
         job["slow_ranks"].extend(found)
     if len(ranks) >= 2:
@@ -133,7 +137,7 @@ def summarize(
         job["slow_rank_verdict"] = {"found": bool(job["slow_ranks"]), "reason": None if job["slow_ranks"] else reason}
         if not job["slow_ranks"]:
             job["slow_rank_verdict"].update(evidence)
-        if not job["slow_ranks"]:
+        if not job["slow_ranks"] and not job["held_back"]:
             job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
     job["spikes"], undecidable, held = _spikes(timed, series)
     # Steps that may be the job's fill in its period: a wait for a CPU's, the aftercare's (a window's

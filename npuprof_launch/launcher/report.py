@@ -184,6 +184,7 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
             process["waited_for_in"] = waited_in[(process.get("rank"), process.get("stage"))]
     findings.extend(_slow_rank_item(slow) for slow in job["slow_ranks"])
     findings.extend(_waited_for_item(once) for once in job["waited_for"])
+    findings.extend(_held_back_item(held) for held in job.get("held_back") or ())
     findings.extend(_spike_item(spike, job) for spike in job["spikes"])
     if job.get("spike_period"):
         period = job["spike_period"]
@@ -551,6 +552,12 @@ def _slow_rank_item(slow: dict) -> dict:
     text = f"rank {slow['rank']} is {what}{stage}: {slow['evidence']}"
     kind = "waited_for_rank" if by_collectives else "slow_rank"
     return answer.item(kind, text, [slow["rank"]], **_numbers(slow, ("rank", "evidence", "found")))
+
+
+def _held_back_item(held: dict) -> dict:
+    stage = f" in stage {held['stage']}" if held.get("stage") else ""
+    text = f"rank {held['rank']}{stage} is held back by the machine: {held['evidence']}"
+    return answer.item("held_back_rank", text, [held["rank"]], **_numbers(held, ("rank", "evidence")))
 
 
 def _waited_for_item(once: dict) -> dict:

@@ -1,0 +1,111 @@
+"""A rank the machine holds back in every step: its stepping thread waits for a CPU, the others' do not.
+
+A busy machine spreads its waits over alike ranks: beside two CPU hogs each rank waits for a CPU in
+some steps, a different one each time, and the answer tells those steps apart (cpu_wait notes; in
+lockstep, "the machine held it, not its work"). A rank whose cores are shared with another process
+for the whole job (a pinned data worker, a leftover process, two ranks bound to one core) waits in
+every step, and in lockstep the others wait for it: that is the job's answer, not noise. Tried: two
+gloo DDP ranks each bound to a core, a CPU hog bound to rank 1's: rank 1 waited for a CPU 7.9 ms a
+step against 0.4 ms on rank 0 in 27 of 27 steps read, spent 9.3 ms of its window in collectives
+against 37 ms, ran 0.86x rank 0's time on a CPU, and was told "no rank stands out".
+
+So a rank is named when its thread waited for a CPU longest in more of the steps read one by one
+(inprocess/cpuwait.py: a window's steps and those beside it) than chance allows among alike ranks
+(cputime.judge's test, on the waits), by WAIT_RATIO times the others' median wait and WAIT_SHARE of
+the job's step at least (a busy machine's waits do not stay on one rank so long); where its own
+thread ran no longer than the others' (findings.MORE_RAN_RATIO: a rank with more work is runnable
+longer and waits longer too; cputime names that one); and where the job pays for it: in lockstep
+the others waited longer in collectives than it, out of lockstep its median step is longer than
+theirs. Standard library only, linear in ranks times steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from npuprof_launch.common import findings, stepstats
+from npuprof_launch.launcher import cputime, wording
+
+RULE = "cpu_wait"
+TEST = "the longest wait for a CPU in more steps than chance: binomial against 1 in n, times the ranks tested"
+#: Its median wait a step over the others' median, and over the job's median step, at least.
+WAIT_RATIO = 2.0
+WAIT_SHARE = 0.1
+
+
+def judge(group: list[dict], step_s: float | None, lockstep: bool) -> dict | None:
+    """The rank of ``group`` (process rows of one run and stage) held back by the machine, as a
+    finding's fields with its ``evidence`` text; None where none is, or the record cannot say."""
+    if len(group) < 2 or not step_s or len({p.get("rank") for p in group}) < len(group):
+        return None
+    waits = {p["rank"]: cputime.ran_by_step(p, "waited") for p in group}
+    if not all(waits.values()):
+        return None
+    verdict = cputime.judge(waits)
+    if not verdict["named"]:
+        return None
+    top = verdict["named"][0]
+    extra = top["extra_per_step_s"]
+    if top["ratio"] < WAIT_RATIO or extra < WAIT_SHARE * step_s:
+        return None
+    ran_ratio = cputime.ratio_of(group, top["rank"])
+    if ran_ratio is None or ran_ratio >= findings.MORE_RAN_RATIO:
+        return None
+    process = next(p for p in group if p["rank"] == top["rank"])
+    others = [p for p in group if p is not process]
+    cost = _cost(process, others, lockstep)
+    if cost is None:
+        return None
+    others_text = f"{_ms(top['others_ran_per_step_s'])} ms {wording.on_others(others)}"
+    chance = f"1 in {top['ranks_compared']} by chance; p = {top['p_value']:.2g}, level {verdict['level']:g}"
+    waited = (
+        f"its stepping thread waited for a CPU {_ms(top['ran_per_step_s'])} ms a step against {others_text}, the "
+        f"longest in {top['longest_in']} of {top['steps']} steps ({chance}), and ran {ran_ratio:.2f}x their time on "
+        f"a CPU: not more work; {cost}: another process shares its cores (a data worker, a process left over, the "
+        "ranks' CPU binding)"
+    )
+    return {
+        "rank": top["rank"],
+        "rule": RULE,
+        "wait_per_step_s": top["ran_per_step_s"],
+        "others_wait_per_step_s": top["others_ran_per_step_s"],
+        "longest_in": top["longest_in"],
+        "steps": top["steps"],
+        "ranks_compared": top["ranks_compared"],
+        "p_value": top["p_value"],
+        "level": verdict["level"],
+        "test": TEST,
+        "ran_ratio": round(ran_ratio, 3),
+        "lockstep": lockstep,
+        "evidence": waited,
+    }
+
+
+def _cost(process: dict, others: list[dict], lockstep: bool) -> str | None:
+    """What the job paid for the rank's waits, said; None where it paid nothing to see."""
+    if lockstep:
+        own = process.get("collective_s")
+        theirs = [float(p["collective_s"]) for p in others if p.get("collective_s") is not None]
+        if own is None or len(theirs) < len(others) or own >= min(theirs):
+            return None
+        window = process.get("window_label") or "its window"
+        spent = f"it spent {wording.wait_ms(own)} ms in collectives against {wording.span_ms(min(theirs), max(theirs))}"
+        return f"in lockstep the others wait for it: in {window} {spent}"
+    medians = {p["rank"]: (p.get("step_stats") or {}).get("median_s") for p in [process, *others]}
+    own_step = medians[process["rank"]]
+    theirs_steps = sorted(v for r, v in medians.items() if r != process["rank"] and v)
+    if not own_step or not theirs_steps:
+        return None
+    typical = stepstats.quantile(theirs_steps, 0.5)
+    if own_step - typical < findings.NOISE_S:
+        return None
+    return f"its median step took {_ms(own_step)} ms against {_ms(typical)} ms on the others"
+
+
+def _ms(seconds: float, digits: int = 1) -> str:
+    return f"{seconds * 1e3:.{digits}f}"
+
+
+def item_fields(held: dict) -> dict[str, Any]:
+    """The finding's evidence as the answer's item holds it (its text apart)."""
+    return {key: value for key, value in held.items() if key not in ("evidence", "rank")}

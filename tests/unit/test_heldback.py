@@ -1,0 +1,74 @@
+"""heldback.judge: a rank whose thread waits for a CPU in step after step, the others' not, named
+with its evidence where the job pays for it; alike ranks of a busy machine, a rank with more work
+and a rank whose waits cost nothing are not."""
+
+from __future__ import annotations
+
+import random
+
+from npuprof_launch.common import stepstats
+from npuprof_launch.launcher import heldback, jobview
+
+STEPS = range(5, 30)
+
+
+def row(rank: int, waits: list[float], ran: float = 0.007, collective_s: float | None = None, median_s=0.037) -> dict:
+    """A process row as the report holds it: per-step readings past warm-up, one window at 6-8."""
+    readings = {"ran": [[s, ran] for s in STEPS], "waited": [[s, w] for s, w in zip(STEPS, waits)]}
+    window = {"first_step": 6, "last_step": 8, "complete": True, "traces": []}
+    process = {"rank": rank, "windows": [window], "cpu_wait": readings, "step_stats": {"median_s": median_s}}
+    if collective_s is not None:
+        process.update(collective_s=collective_s, window_s=0.12, window_label="steps 6-8")
+    return process
+
+
+def test_a_rank_whose_core_is_shared_is_named_with_what_the_others_waited():
+    """The pinned case of the module's docstring: rank 1 waits 8 ms a step, rank 0 under a ms."""
+    noise = random.Random(1)
+    rank0 = row(0, [noise.uniform(0, 0.001) for _ in STEPS], collective_s=0.037)
+    rank1 = row(1, [noise.uniform(0.006, 0.01) for _ in STEPS], ran=0.006, collective_s=0.0093)
+    held = heldback.judge([rank0, rank1], 0.037, lockstep=True)
+    assert held is not None and held["rank"] == 1 and held["rule"] == heldback.RULE, held
+    assert held["longest_in"] == held["steps"] == 23, "warm-up and the tool's steps beside the window left out"
+    assert held["p_value"] < held["level"] and held["ran_ratio"] == 0.857
+    assert (
+        "in lockstep the others wait for it: in steps 6-8 it spent 9.3 ms in collectives against 37 ms"
+        in (held["evidence"])
+    )
+    assert "on rank 0" in held["evidence"] and "another process shares its cores" in held["evidence"]
+    # The job pays nothing: it did not spend less time in collectives than the others.
+    assert heldback.judge([rank0, dict(rank1, collective_s=0.04)], 0.037, lockstep=True) is None
+    # More work: its thread ran 1.05x the other's, and a busier rank waits longer too (cputime's to name).
+    busier = dict(rank1, cpu_wait=dict(rank1["cpu_wait"], ran=[[s, 0.00735] for s in STEPS]))
+    assert heldback.judge([rank0, busier], 0.037, lockstep=True) is None
+    # Waits too small for the job's step: 8 ms of a 100 ms step is under a tenth of it.
+    assert heldback.judge([rank0, rank1], 0.1, lockstep=True) is None
+
+
+def test_alike_ranks_of_a_busy_machine_are_not_named():
+    """Beside CPU hogs every rank waits, in turn: no rank the longest in more steps than chance."""
+    noise = random.Random(7)
+    for trial in range(20):
+        rows = [row(r, [noise.expovariate(1 / 0.008) for _ in STEPS], collective_s=0.03) for r in range(4)]
+        assert heldback.judge(rows, 0.037, lockstep=True) is None, trial
+
+
+def test_out_of_lockstep_its_longer_median_step_is_the_cost():
+    noise = random.Random(3)
+    rank0 = row(0, [noise.uniform(0, 0.001) for _ in STEPS], median_s=0.026)
+    rank1 = row(1, [noise.uniform(0.004, 0.012) for _ in STEPS], ran=0.006, median_s=0.034)
+    held = heldback.judge([rank0, rank1], 0.03, lockstep=False)
+    assert held is not None and held["rank"] == 1
+    assert "its median step took 34.0 ms against 26.0 ms on the others" in held["evidence"]
+    assert heldback.judge([rank0, dict(rank1, step_stats={"median_s": 0.0262})], 0.03, lockstep=False) is None
+
+
+def test_the_job_view_names_it_as_its_own_finding_and_no_rank_stands_out_goes():
+    noise = random.Random(5)
+    rank0 = row(0, [noise.uniform(0, 0.001) for _ in STEPS], collective_s=0.037)
+    rank1 = row(1, [noise.uniform(0.006, 0.01) for _ in STEPS], ran=0.006, collective_s=0.0093)
+    for process in (rank0, rank1):
+        process.update(steps=30, step_stats=stepstats.rank_stats([0.037] * 25))
+    job = jobview.summarize([rank0, rank1])
+    assert job["slow_ranks"] == [] and [held["rank"] for held in job["held_back"]] == [1], job
+    assert "no_rank_stands_out" not in job
