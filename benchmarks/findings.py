@@ -379,7 +379,8 @@ def fault_schedule(steps: int) -> list[str]:
 
 
 def false_findings(result: dict) -> dict[str, list]:
-    """A healthy run's findings, by kind: slow ranks, waited-for ranks, slowdowns, spikes and a
+    """A healthy run's findings, by kind: slow ranks, waited-for ranks, ranks held back by the
+    machine (heldback.py: a busy machine's waits must not stay on one rank), slowdowns, spikes and a
     period (``job.spike_period``: "what the job does every N steps is where to look"). In a job
     with work every ``case["period"]`` steps (an evaluation, a checkpoint) a period of that many
     steps is right, and the spikes on it are explained; elsewhere a period is a false finding too."""
@@ -390,6 +391,7 @@ def false_findings(result: dict) -> dict[str, list]:
     return {
         "slow rank": [s.get("rank") for s in job.get("slow_ranks") or ()],
         "waited-for": [s.get("rank") for s in job.get("waited_for") or ()],
+        "held back": [s.get("rank") for s in job.get("held_back") or ()],
         "slowdown": [s.get("step") for s in job.get("slowdowns") or ()],
         "spike": [s.get("step") for s in job.get("spikes") or () if s.get("step") not in explained],
         "period": [] if right or not period else [period.get("every")],
@@ -403,11 +405,12 @@ def judge(result: dict) -> tuple[str, str]:
     spikes = [s.get("step") for s in job.get("spikes") or ()]
     slowdowns = [(s.get("step"), s.get("ranks")) for s in job.get("slowdowns") or ()]
     waited = [s.get("rank") for s in job.get("waited_for") or ()]
+    held = [s.get("rank") for s in job.get("held_back") or ()]
     period = job.get("spike_period")
     told = f"every {period['every']}: {period['steps']}" if period else "-"
     said = (
         f"slow {slow or '-'}, spikes {spikes or '-'}, slowdowns (step, ranks) {slowdowns or '-'}, "
-        f"waited for {waited or '-'}, period {told}"
+        f"waited for {waited or '-'}, period {told}" + (f", held back {held}" if held else "")
     )
     if not job:
         return "ERROR", "; ".join(result.get("problems") or ())[:200]

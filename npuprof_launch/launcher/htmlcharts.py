@@ -409,6 +409,13 @@ def median_chart(grid: Grid, job: dict) -> str:
                 "one's, since the others wait for it inside the collective; so its median step time need not stand "
                 f"out. {how}.</p>"
             )
+    elif job.get("held_back"):  # heldback.py: not slow for its own work; the machine holds it
+        held = "".join(
+            f'<li><b class="slowname">rank {esc(one["rank"])}</b> is held back by the machine: '
+            f"{esc(one['evidence'])}</li>"
+            for one in job["held_back"]
+        )
+        parts.append(f'<ul class="slowlist">{held}</ul>')
     elif job.get("no_rank_stands_out"):
         unjudged = wording.unjudged(job.get("slow_rank_verdict") or {})
         head = f"{unjudged[0].upper()}{unjudged[1:]}" if unjudged else "No rank stands out"
