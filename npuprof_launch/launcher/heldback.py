@@ -13,8 +13,10 @@ So a rank is named when its thread waited for a CPU longest in more of the steps
 (inprocess/cpuwait.py: a window's steps and those beside it) than chance allows among alike ranks
 (cputime.judge's test, on the waits), by WAIT_RATIO times the others' median wait and WAIT_SHARE of
 the job's step at least (a busy machine's waits do not stay on one rank so long); where its own
-thread ran no longer than the others' (findings.MORE_RAN_RATIO: a rank with more work is runnable
-longer and waits longer too; cputime names that one); and where the job pays for it: in lockstep
+thread ran under cputime.RATIO of the others' time on a CPU (a rank with more work is runnable
+longer and waits longer too, in proportion: cputime names that one by its work; a thread sharing
+its core with spinning processes ran 1.035x its alike peer's, its cache theirs too, and waited 150x
+as long); and where the job pays for it: in lockstep
 the others waited longer in collectives than it, out of lockstep its median step is longer than
 theirs. Standard library only, linear in ranks times steps.
 """
@@ -49,7 +51,7 @@ def judge(group: list[dict], step_s: float | None, lockstep: bool) -> dict | Non
     if top["ratio"] < WAIT_RATIO or extra < WAIT_SHARE * step_s:
         return None
     ran_ratio = cputime.ratio_of(group, top["rank"])
-    if ran_ratio is None or ran_ratio >= findings.MORE_RAN_RATIO:
+    if ran_ratio is None or ran_ratio >= cputime.RATIO:
         return None
     process = next(p for p in group if p["rank"] == top["rank"])
     others = [p for p in group if p is not process]
@@ -61,8 +63,8 @@ def judge(group: list[dict], step_s: float | None, lockstep: bool) -> dict | Non
     waited = (
         f"its stepping thread waited for a CPU {_ms(top['ran_per_step_s'])} ms a step against {others_text}, the "
         f"longest in {top['longest_in']} of {top['steps']} steps ({chance}), and ran {ran_ratio:.2f}x their time on "
-        f"a CPU: not more work; {cost}: another process shares its cores (a data worker, a process left over, the "
-        "ranks' CPU binding)"
+        f"a CPU, under the {cputime.RATIO:g}x that tells more work; {cost}: another process shares its cores (a "
+        "data worker, a process left over, the ranks' CPU binding)"
     )
     return {
         "rank": top["rank"],

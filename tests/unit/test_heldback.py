@@ -38,9 +38,12 @@ def test_a_rank_whose_core_is_shared_is_named_with_what_the_others_waited():
     assert "on rank 0" in held["evidence"] and "another process shares its cores" in held["evidence"]
     # The job pays nothing: it did not spend less time in collectives than the others.
     assert heldback.judge([rank0, dict(rank1, collective_s=0.04)], 0.037, lockstep=True) is None
-    # More work: its thread ran 1.05x the other's, and a busier rank waits longer too (cputime's to name).
-    busier = dict(rank1, cpu_wait=dict(rank1["cpu_wait"], ran=[[s, 0.00735] for s in STEPS]))
+    # More work: its thread ran 1.2x the other's, and a busier rank waits longer too (cputime's to name).
+    busier = dict(rank1, cpu_wait=dict(rank1["cpu_wait"], ran=[[s, 0.0084] for s in STEPS]))
     assert heldback.judge([rank0, busier], 0.037, lockstep=True) is None
+    # 1.035x, as a thread whose cache the spinning processes on its core shared ran: within alike ranks'.
+    thrashed = dict(rank1, cpu_wait=dict(rank1["cpu_wait"], ran=[[s, 0.007245] for s in STEPS]))
+    assert heldback.judge([rank0, thrashed], 0.037, lockstep=True)["ran_ratio"] == 1.035
     # Waits too small for the job's step: 8 ms of a 100 ms step is under a tenth of it.
     assert heldback.judge([rank0, rank1], 0.1, lockstep=True) is None
 
