@@ -13,8 +13,8 @@ import pytest
 from answers import check_json
 from jobs import assert_ok, clean_env, npuprof, script
 
-from npuprof_launch.common import findings
 from npuprof_launch.inprocess import cpuwait
+from npuprof_launch.launcher import cputime
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 
@@ -37,7 +37,7 @@ def test_a_rank_whose_core_is_shared_for_the_whole_job_is_held_back_by_the_machi
     assert [item["ranks"] for item in held] == [[1]], report["findings"]
     evidence = held[0]["evidence"]
     assert evidence["rule"] == "cpu_wait" and evidence["lockstep"] is True, evidence
-    assert evidence["p_value"] < evidence["level"] and evidence["ran_ratio"] < findings.MORE_RAN_RATIO, evidence
+    assert evidence["p_value"] < evidence["level"] and evidence["ran_ratio"] < cputime.RATIO, evidence
     assert evidence["wait_per_step_s"] >= 2 * evidence["others_wait_per_step_s"], evidence
     assert "rank 1 is held back by the machine: its stepping thread waited for a CPU" in " ".join(
         result.stderr.split()
