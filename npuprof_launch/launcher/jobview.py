@@ -426,12 +426,14 @@ def _recorded_spike(timed: list[dict], series: dict, median: float | None) -> di
     step, seconds, process = slowest
     if not median or seconds <= stepstats.spike_bar(median):
         return None
+    own = step - (process.get("step_offset") or 0)  # a warm-up step is no spike, so no spike's run
     return {
         "step": step,
         "step_s": seconds,
         "vs_median": round(seconds / median, 1),
         "rank": process.get("rank"),
         "window_steps": length,
+        "warmup": 1 < own <= 1 + stepstats.WARMUP_STEPS,
         **_stage_of(process),
     }
 

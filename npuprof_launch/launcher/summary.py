@@ -158,11 +158,15 @@ def told_apart(notes: list[dict]) -> str | None:
 def recorded_spikes(notes: list[dict]) -> list[str]:
     """The step a one-step window recorded, where it is over the spike bar: the run a spike's next:
     suggests records it as the tool's, and it is told here, not only under --explain. A longer
-    window's first step carries the profiler's other costs (the README's 1.5 ms job's took 51 ms)."""
+    window's first step carries the profiler's other costs (the README's 1.5 ms job's took 51 ms).
+    Not a warm-up step (steps 2-4, the default window's among them): no spike is found there, so
+    no run was suggested for it, and its time is the profiler's start and the job's warm-up (tried:
+    a healthy 4-rank DDP job's default run beside two CPU hogs, "step 2 on rank 2, its window's one
+    step: 261.71 ms, 3.4x the median step", each run a different rank)."""
     lines = []
     for note in answer.of_kind(notes, "tool_steps"):
         spike = note["evidence"].get("recorded_spike")
-        if spike and spike.get("window_steps") == 1:
+        if spike and spike.get("window_steps") == 1 and not spike.get("warmup"):
             whose = f" on rank {spike['rank']}" if spike.get("rank") is not None else ""
             lines.append(
                 f"step {spike['step']}{whose}, its window's one step: {_ms(spike['step_s'])} ms, "

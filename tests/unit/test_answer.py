@@ -193,3 +193,17 @@ def test_a_profiler_start_and_stop_are_told_past_a_second_and_only_where_the_lin
         answer.item("cpu_wait", "", steps=range(40000, 49999)),
     ]
     assert "(its start" not in summary.told_apart(crowded) and len(summary.told_apart(crowded)) + 2 <= summary.WIDTH
+
+
+def test_a_one_step_window_on_a_warm_up_step_is_not_told_as_a_spike_run():
+    """The default window records step 2, a warm-up step where no spike is found: its time (the
+    profiler's start, the job's warm-up) is not told in the summary; a spike's run, on step 7, is."""
+
+    def told(step: int, warmup: bool) -> list[str]:
+        spike = {"step": step, "step_s": 0.26, "vs_median": 3.4, "rank": 2, "window_steps": 1, "warmup": warmup}
+        return summary.recorded_spikes([answer.item("tool_steps", "...", steps=[step], recorded_spike=spike)])
+
+    assert told(2, True) == []
+    assert told(7, False) == [
+        "step 7 on rank 2, its window's one step: 260.00 ms, 3.4x the median step (less the profiler's start)"
+    ]
