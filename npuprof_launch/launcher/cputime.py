@@ -153,10 +153,11 @@ def ratio_of(processes: list[dict], rank: int) -> float | None:
     return medians[rank] / theirs if theirs > 0 else None
 
 
-def ran_of(processes: list[dict]) -> dict[int, dict[int, float]] | None:
-    """Each process's time on a CPU by step (ran_by_step), by rank; None where a process kept none
-    or two rows are one rank's: the judge compares ranks over the steps they all hold."""
-    return _every_rank({p["rank"]: ran_by_step(p) for p in processes}, len(processes))
+def ran_of(processes: list[dict], reading: str = "ran") -> dict[int, dict[int, float]] | None:
+    """Each process's time on a CPU by step (ran_by_step; its wait for a CPU with ``reading="waited"``),
+    by rank; None where a process kept none or two rows are one rank's: the judge compares ranks
+    over the steps they all hold."""
+    return _every_rank({p["rank"]: ran_by_step(p, reading) for p in processes}, len(processes))
 
 
 def device_of(processes: list[dict], device: str) -> dict[int, dict[int, float]] | None:

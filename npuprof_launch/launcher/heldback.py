@@ -23,8 +23,6 @@ theirs. Standard library only, linear in ranks times steps.
 
 from __future__ import annotations
 
-from typing import Any
-
 from npuprof_launch.common import findings, stepstats
 from npuprof_launch.launcher import cputime, wording
 
@@ -38,10 +36,10 @@ WAIT_SHARE = 0.1
 def judge(group: list[dict], step_s: float | None, lockstep: bool) -> dict | None:
     """The rank of ``group`` (process rows of one run and stage) held back by the machine, as a
     finding's fields with its ``evidence`` text; None where none is, or the record cannot say."""
-    if len(group) < 2 or not step_s or len({p.get("rank") for p in group}) < len(group):
+    if len(group) < 2 or not step_s:
         return None
-    waits = {p["rank"]: cputime.ran_by_step(p, "waited") for p in group}
-    if not all(waits.values()):
+    waits = cputime.ran_of(group, "waited")
+    if waits is None:
         return None
     verdict = cputime.judge(waits)
     if not verdict["named"]:
@@ -104,10 +102,5 @@ def _cost(process: dict, others: list[dict], lockstep: bool) -> str | None:
     return f"its median step took {_ms(own_step)} ms against {_ms(typical)} ms on the others"
 
 
-def _ms(seconds: float, digits: int = 1) -> str:
-    return f"{seconds * 1e3:.{digits}f}"
-
-
-def item_fields(held: dict) -> dict[str, Any]:
-    """The finding's evidence as the answer's item holds it (its text apart)."""
-    return {key: value for key, value in held.items() if key not in ("evidence", "rank")}
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f}"

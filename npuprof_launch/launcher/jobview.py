@@ -114,6 +114,7 @@ def summarize(
         }
     series = {id(p): steps_of(p) for p in timed}
     reasons = []
+    median = (job["step_time_s"] or {}).get("median")
     for group in _groups(processes):
         pairs, in_lockstep, verdict = lockstep.slow_ranks(group)
         found = [{**_stage_of(process), **item} for process, item in pairs]
@@ -125,7 +126,6 @@ def summarize(
             in_lockstep += lockstep.too_few_text(verdict)
         if not found:
             found, reason = _slow_by_step_times(group, series)
-            median = (job["step_time_s"] or {}).get("median")
             back = None if found else heldback.judge(group, median, lockstep=in_lockstep is not None)
             job["held_back"].extend([{**_stage_of(group[0]), **back}] if back else [])
             # In lockstep the ranks' step times are alike by construction: the collectives' reason.
@@ -144,7 +144,7 @@ def summarize(
     # recorded step does not: the profiler's cost is in it, 51 ms in a 1.5 ms job's first one)
     fills = [spike for spike in undecidable if spike.get("cpu_wait") or spike.get("beside_aftercare")]
     job["spike_period"] = periods.of_spikes(job["spikes"], fills, _near(timed, series, job["spikes"]))
-    recorded = _recorded_spike(timed, series, (job["step_time_s"] or {}).get("median"))
+    recorded = _recorded_spike(timed, series, median)
     if job["spike_period"]:  # the job's own periodic work: a wait for a CPU in it explains nothing away
         on = set(job["spike_period"]["steps"])
         undecidable = [spike for spike in undecidable if spike["step"] not in on or not spike.get("cpu_wait")]
