@@ -12,13 +12,14 @@ against 37 ms, ran 0.86x rank 0's time on a CPU, and was told "no rank stands ou
 So a rank is named when its thread waited for a CPU longest in more of the steps read one by one
 (inprocess/cpuwait.py: a window's steps and those beside it) than chance allows among alike ranks
 (cputime.judge's test, on the waits), by WAIT_RATIO times the others' median wait and WAIT_SHARE of
-the job's step at least (a busy machine's waits do not stay on one rank so long); where its own
-thread ran under cputime.RATIO of the others' time on a CPU (a rank with more work is runnable
-longer and waits longer too, in proportion: cputime names that one by its work; a thread sharing
-its core with spinning processes ran 1.035x its alike peer's, its cache theirs too, and waited 150x
-as long); and where the job pays for it: in lockstep
-the others waited longer in collectives than it, out of lockstep its median step is longer than
-theirs. Standard library only, linear in ranks times steps.
+the job's step at least (a busy machine's waits do not stay on one rank so long); where its waits
+are out of proportion to its time on a CPU: WAIT_RATIO times what its thread ran over the others'
+(a rank with more work is runnable longer and waits longer too, in proportion: cputime names that
+one by its work). Sharing a core costs a thread CPU time too: beside two spinning processes on its
+core and four unpinned hogs on 2 cores, rank 1 ran 1.17x and 1.39x its alike peer's time on a CPU
+and waited 106x and 153x as long (a margin on the time ran alone, 1.15x, missed both);
+and where the job pays for it: in lockstep the others waited longer in collectives than it, out of
+lockstep its median step is longer than theirs. Standard library only, linear in ranks times steps.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def judge(group: list[dict], step_s: float | None, lockstep: bool) -> dict | Non
     if top["ratio"] < WAIT_RATIO or extra < WAIT_SHARE * step_s:
         return None
     ran_ratio = cputime.ratio_of(group, top["rank"])
-    if ran_ratio is None or ran_ratio >= cputime.RATIO:
+    if ran_ratio is None or top["ratio"] < WAIT_RATIO * max(1.0, ran_ratio):
         return None
     process = next(p for p in group if p["rank"] == top["rank"])
     others = [p for p in group if p is not process]
@@ -61,8 +62,8 @@ def judge(group: list[dict], step_s: float | None, lockstep: bool) -> dict | Non
     waited = (
         f"its stepping thread waited for a CPU {_ms(top['ran_per_step_s'])} ms a step against {others_text}, the "
         f"longest in {top['longest_in']} of {top['steps']} steps ({chance}), and ran {ran_ratio:.2f}x their time on "
-        f"a CPU, under the {cputime.RATIO:g}x that tells more work; {cost}: another process shares its cores (a "
-        "data worker, a process left over, the ranks' CPU binding)"
+        f"a CPU{_proportion(top['ratio'], ran_ratio)}; {cost}: another process shares its cores (a data worker, a "
+        "process left over, the ranks' CPU binding)"
     )
     return {
         "rank": top["rank"],
@@ -100,6 +101,14 @@ def _cost(process: dict, others: list[dict], lockstep: bool) -> str | None:
     if own_step - typical < findings.NOISE_S:
         return None
     return f"its median step took {_ms(own_step)} ms against {_ms(typical)} ms on the others"
+
+
+def _proportion(wait_ratio: float, ran_ratio: float) -> str:
+    """Why its waits are not its work's, said after its time on a CPU."""
+    if ran_ratio <= 1.0:
+        return " (not more work)"
+    waits = f"{wait_ratio:.1f}" if wait_ratio < 10 else f"{wait_ratio:.0f}"
+    return f": more work would wait about {ran_ratio:.2f}x as long, not {waits}x"
 
 
 def _ms(seconds: float) -> str:
