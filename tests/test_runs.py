@@ -146,6 +146,7 @@ def test_a_suggestion_after_the_print_env_route_runs_as_printed(tmp_path):
     assert report["job"]["spikes"][0]["step"] == 7, report["job"]["spikes"]
     # The run on step 7's spike comes first (it is the job's worst); its window holds the spike of the step
     # before or after it too where a busy machine stalled that one over the bar (CI: a 2-step window).
+    assert report["job"]["suggestions"], {key: report["job"][key] for key in ("spikes", "spike_period", "window_steps")}
     suggestion = report["job"]["suggestions"][0]
     namespace, _, mode, config = accepted(suggestion)
     assert mode == "--print-env" and config.output_dir == out, suggestion

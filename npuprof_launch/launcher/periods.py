@@ -24,6 +24,11 @@ PERIOD_WAITED_MORE = 2
 #: server beside CPU hogs was told "every 10 steps (10, 20, 30)" from two of six steps that waited
 #: for a CPU (2026-12-05): one spike and two of many waits line up by chance about half the time.
 PERIOD_OWN_SPIKES = 2
+#: The job's own spikes on a period are one work done again: the slowest of them this many times
+#: the quickest at most. A 1.5 s stall at step 7 of a 1 ms job, a busy machine's 9 ms step 11 and a
+#: wait for a CPU at step 15 were told "every 4 steps (7, 11, 15)", and the stall's run was not
+#: suggested (CI, the print-env route's test); a job's saves beside CPU hogs took 88-99 ms (F19).
+LIKE_RATIO = 10.0
 
 
 #: A step of a rank this many times its median, and stepstats.SPIKE_MIN_S longer, is near a spike:
@@ -91,13 +96,14 @@ def _of_spikes(spikes: list[dict], waited: Sequence[dict], near: Sequence[dict])
     if len(steps) < PERIOD_MIN_SPIKES or len({spike.get("stage") for spike in every}) > 1:
         return None
     present = set(steps)
+    took = {spike["step"]: spike["step_s"] for spike in spikes if spike.get("step_s")}
     best: list[int] = []
     for index, first in enumerate(steps[:PERIOD_SEARCHED]):
         for second in steps[index + 1 : PERIOD_SEARCHED]:
             run = [first, second]
             while run[-1] + (second - first) in present:
                 run.append(run[-1] + second - first)
-            if second - first >= 2 and len(run) > len(best):
+            if second - first >= 2 and len(run) > len(best) and _alike(run, took):
                 best = run
     # Spikes a wait for a CPU explains off the progression are the machine's, not against it.
     own = [*spikes, *near]
@@ -116,6 +122,12 @@ def _of_spikes(spikes: list[dict], waited: Sequence[dict], near: Sequence[dict])
         if len(best) < PERIOD_MIN_SPIKES + PERIOD_WAITED_MORE or not set.intersection(*ranks):
             return None
     return {"every": best[1] - best[0], "steps": best}
+
+
+def _alike(run: list[int], took: dict[int, float]) -> bool:
+    """Whether the job's own spikes on ``run`` (``took``: their step times) are one work's (LIKE_RATIO)."""
+    times = [took[step] for step in run if step in took]
+    return len(times) < 2 or max(times) <= LIKE_RATIO * min(times)
 
 
 def text(period: dict) -> str:

@@ -84,6 +84,16 @@ def test_one_stall_and_two_steps_that_waited_for_a_cpu_are_no_period():
     assert job["spike_period"] == {"every": 10, "steps": [10, 20, 30, 40]}
 
 
+def test_a_stall_and_a_step_far_quicker_are_not_one_work_done_every_few_steps():
+    """CI, beside the suite: a 1 ms job's 1.5 s stall at step 7, a busy machine's 9 ms step 11 and a
+    wait for a CPU at 15 were told "every 4 steps (7, 11, 15)", and the stall got no run. Spikes of
+    one work done again are alike (periods.LIKE_RATIO); a save's 0.4 s and 0.9 s are."""
+    job = job_with({7: 1500 * TYPICAL, 11: 9 * TYPICAL, 15: 8 * TYPICAL}, waits={15: 7.9 * TYPICAL})
+    assert job["spike_period"] is None and [s["step"] for s in job["spikes"]] == [7, 11], job["spikes"]
+    job = job_with({7: 0.9, 11: 0.4, 15: 0.4}, waits={15: 0.39})
+    assert job["spike_period"] == {"every": 4, "steps": [7, 11, 15]}
+
+
 def test_a_period_a_window_recorded_a_step_of_gets_no_run_on_its_next_spike():
     """Following a period's spike's next: run, the window recorded step 21 and the answer sent the
     user to step 51, then to 11, in circles: the trace holds one of the period's steps already."""
