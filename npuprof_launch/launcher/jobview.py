@@ -139,6 +139,8 @@ def summarize(
             job["slow_rank_verdict"].update(evidence)
         if not job["slow_ranks"] and not job["held_back"]:
             job["no_rank_stands_out"] = job["slow_rank_verdict"]["reason"]
+            busy = cputime.busy(timed)  # a small difference in work would not show: wording.unjudged
+            job["slow_rank_verdict"].update({"machine_busy": busy} if busy else {})
     job["spikes"], undecidable, held = _spikes(timed, series)
     # Steps that may be the job's fill in its period: a wait for a CPU's, the aftercare's (a window's
     # recorded step does not: the profiler's cost is in it, 51 ms in a 1.5 ms job's first one)

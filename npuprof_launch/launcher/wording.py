@@ -160,8 +160,16 @@ def unjudged(verdict: Mapping[str, Any]) -> str | None:
     """Where a lockstep window held too few recorded steps for any slow-rank rule to judge: that,
     and the window that can. Told instead of "no rank stands out", which would say the ranks were
     judged alike (tried: a 4-rank DDP rank sleeping 30 % of a step more, under the default one-step
-    window, was "no rank stands out")."""
+    window, was "no rank stands out"). Where the ranks waited for a CPU as long as they ran
+    (``machine_busy``: cputime.busy), that a small difference would not have shown."""
     needed, held = verdict.get("window_steps_needed"), verdict.get("recorded_steps")
-    if not needed or held is None or verdict.get("rounds_needed"):
+    if needed and held is not None and not verdict.get("rounds_needed"):
+        return f"{count(held, 'recorded step')} cannot tell a slow rank (--active {needed} or more can)"
+    busy = verdict.get("machine_busy")  # cputime.busy
+    if not busy:
         return None
-    return f"{count(held, 'recorded step')} cannot tell a slow rank (--active {needed} or more can)"
+    ran, waited = busy["cpu_ran_per_step_s"], busy["cpu_waited_per_step_s"]
+    return (
+        f"no rank stands out by more than a machine this busy lets show: the ranks' stepping threads waited for a "
+        f"CPU as long as they ran or longer ({span_ms(*waited)} a step against {span_ms(*ran)} ran)"
+    )

@@ -7,7 +7,7 @@ import math
 import random
 
 from npuprof_launch.common import tracecollectives
-from npuprof_launch.launcher import collectives, cputime, jobview, lockstep, report
+from npuprof_launch.launcher import collectives, cputime, jobview, lockstep, report, wording
 
 
 def ran_of(ranks: int, steps: int, slow: dict[int, float] | None = None, seed: int = 0, spread: float = 0.03):
@@ -254,3 +254,46 @@ def test_a_pipeline_s_sends_and_receives_are_no_rounds_and_its_stage_longest_on_
     alike = ran_of(4, 13, {})
     even = [dict(one, cpu_wait=dict(one["cpu_wait"], ran=list(alike[one["rank"]].items()))) for one in rows]
     assert jobview.summarize(even)["slow_ranks"] == []
+
+
+def test_a_machine_where_every_rank_waited_for_a_cpu_as_long_as_it_ran_is_told_busy():
+    """Beside six CPU hogs on 2 cores a 4-rank DDP rank on 30 % more rows ran 1.00x the others'
+    time on a CPU, each rank waiting 49-71 ms a step against 34-41 ms ran: "no rank stands out" there
+    says so (cputime.busy, wording.unjudged); where most ranks waited less than they ran, the verdict
+    is the plain one."""
+    steps = range(5, 20)
+
+    def busy_row(rank: int, ran: float, waited: float) -> dict:
+        readings = {"ran": [[s, ran] for s in steps], "waited": [[s, waited] for s in steps]}
+        return {"rank": rank, "cpu_wait": readings, "windows": [{"first_step": 6, "last_step": 18}]}
+
+    rows = [busy_row(0, 0.041, 0.049), busy_row(1, 0.034, 0.066), busy_row(2, 0.041, 0.071)]
+    busy = cputime.busy(rows)
+    assert busy == {"cpu_ran_per_step_s": [0.034, 0.041], "cpu_waited_per_step_s": [0.049, 0.071]}, busy
+    told = wording.unjudged({"rule": "per_collective", "machine_busy": busy})
+    assert told == (
+        "no rank stands out by more than a machine this busy lets show: the ranks' stepping threads waited for "
+        "a CPU as long as they ran or longer (49-71 ms a step against 34-41 ms ran)"
+    ), told
+    assert cputime.busy([*rows[:2], busy_row(2, 0.041, 0.02)]), "the median rank's: one that waited less is busy too"
+    assert cputime.busy([rows[0], busy_row(1, 0.034, 0.02), busy_row(2, 0.041, 0.02)]) is None
+    assert cputime.busy([*rows[:2], {"rank": 2}]) is None, "a rank without readings: no verdict"
+    assert wording.unjudged({"rule": "per_collective"}) is None
+
+
+def test_on_a_busy_machine_a_rank_is_named_by_its_time_on_a_cpu_from_a_wider_margin():
+    """An alike rank's thread ran 1.32x the others' on a busy machine (F22) and was named before the
+    rank on 30 % more rows: there the margin is BUSY_RATIO; an NPU's computing time keeps RATIO."""
+    steps = range(5, 20)
+
+    def one(rank: int, ran: float, waited: float) -> dict:
+        readings = {"ran": [[s, ran + s * 1e-6] for s in steps], "waited": [[s, waited] for s in steps]}
+        return {"rank": rank, "cpu_wait": readings, "windows": [{"first_step": 6, "last_step": 18}]}
+
+    quiet = [one(0, 0.030, 0.001), one(1, 0.030, 0.001), one(2, 0.030, 0.001), one(3, 0.040, 0.001)]
+    assert cputime.margin(quiet) == cputime.RATIO and cputime.longest(quiet)["rank"] == 3
+    busy = [one(0, 0.030, 0.05), one(1, 0.030, 0.05), one(2, 0.030, 0.05), one(3, 0.040, 0.05)]
+    assert cputime.margin(busy) == cputime.BUSY_RATIO and cputime.longest(busy) is None, "1.33x: within the noise"
+    assert cputime.margin(busy, cputime.DEVICE_TIME) == cputime.RATIO
+    twice = [*busy[:3], one(3, 0.060, 0.05)]
+    assert cputime.longest(twice)["rank"] == 3 and cputime.longest(twice)["ratio"] == 2.0
