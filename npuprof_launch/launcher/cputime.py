@@ -38,7 +38,7 @@ TEST = "the longest time on a CPU in more steps than chance: binomial against 1 
 RATIO = 1.15
 #: ...and the least extra time a step: less is within one time slice of the scheduler.
 NOISE_S = 0.001
-#: RATIO where the machine is busy (busy(): every rank's thread waited for a CPU as long as it ran):
+#: RATIO where the machine is busy (busy(): the ranks' threads waited for a CPU as long as they ran):
 #: there alike ranks' threads differed by up to 1.32x (F22: four ranks training alone beside two
 #: CPU hogs, an alike rank named before the one on 30 % more rows, at 1.20x), and by 1.15x beside
 #: six hogs, where a second, alike rank was named beside the rank on 30 % more rows.

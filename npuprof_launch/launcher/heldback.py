@@ -17,9 +17,9 @@ are out of proportion to its time on a CPU: WAIT_RATIO times what its thread ran
 (a rank with more work is runnable longer and waits longer too, in proportion: cputime names that
 one by its work). Sharing a core costs a thread CPU time too: beside two spinning processes on its
 core and four unpinned hogs on 2 cores, rank 1 ran 1.17x and 1.39x its alike peer's time on a CPU
-and waited 106x and 153x as long (a margin on the time ran alone, 1.15x, missed both);
-and where the job pays for it: in lockstep the others waited longer in collectives than it, out of
-lockstep its median step is longer than theirs. Standard library only, linear in ranks times steps.
+and waited 106x and 153x as long (a margin on the time ran alone, 1.15x, missed both); and where
+the job pays for it: in lockstep the others waited longer in collectives than it, out of lockstep
+its median step is longer than theirs. Standard library only, linear in ranks times steps.
 """
 
 from __future__ import annotations
