@@ -83,8 +83,8 @@ def test_a_rank_on_30_percent_more_rows_is_named_from_13_steps_and_its_thread_ra
     busy = report["job"]["slow_rank_verdict"].get("machine_busy")
     if not found and busy:
         # Where the ranks waited for a CPU as long as they ran (beside six CPU hogs on 2 cores its
-        # thread ran 1.00x-1.25x the others' time on a CPU, alike ranks' 1.15x) no rule can tell 30 %
-        # apart: the answer says the machine hid it (cputime.busy), and names no one.
+        # thread ran 1.00x-1.25x the others' time on a CPU, alike ranks' 1.15x) 30 % may not stand
+        # out from each other rank: the answer says the machine hid it (cputime.busy), names no one.
         each = [
             _median(cputime.ran_by_step(p, "waited")) / _median(cputime.ran_by_step(p)) for p in report["processes"]
         ]
@@ -99,7 +99,7 @@ def test_a_rank_on_30_percent_more_rows_is_named_from_13_steps_and_its_thread_ra
     beside = {2, 18, 19}  # before the window's watch (3), after its stop (17) to the job's end
     assert all(set(ran[rank]) == set(range(4, 17)) | beside for rank in ran), "each profiled step, those beside"
     median = {rank: sorted(times[step] for step in range(4, 17))[6] for rank, times in ran.items()}
-    if not busy:  # a busy machine moved alike ranks' threads by up to 1.32x (cputime.BUSY_RATIO)
+    if not busy:  # a busy machine moved alike ranks' threads by up to 1.32x (cputime.each_other)
         # over the others' median: 1.145x and 1.25x seen, 4 ranks on 2 cores and no hog beside them
         assert median[2] > sorted(median[rank] for rank in (0, 1, 3))[1], median
     if slow["rule"] == "cpu_time":

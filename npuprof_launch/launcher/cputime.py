@@ -38,16 +38,17 @@ TEST = "the longest time on a CPU in more steps than chance: binomial against 1 
 RATIO = 1.15
 #: ...and the least extra time a step: less is within one time slice of the scheduler.
 NOISE_S = 0.001
-#: RATIO where the machine is busy (busy(): the ranks' threads waited for a CPU as long as they ran):
-#: there alike ranks' threads differed by up to 1.32x (F22: four ranks training alone beside two
-#: CPU hogs, an alike rank named before the one on 30 % more rows, at 1.20x), and by 1.15x beside
-#: six hogs, where a second, alike rank was named beside the rank on 30 % more rows.
-BUSY_RATIO = 1.4
+#: Where the machine is busy (busy(): the ranks' threads waited for a CPU as long as they ran) the
+#: rank's median is RATIO times every other rank's, not only their median (each_other()): there the
+#: scheduler's placement moved alike ranks' threads by up to 1.32x (F22: four ranks training alone
+#: beside two CPU hogs, an alike rank named before the one on 30 % more rows, at 1.20x), and by
+#: 1.15x beside six hogs, where a second, alike rank was named beside the rank on 30 % more rows.
 
 
-def judge(ran: Mapping[int, Mapping[int, float]], *, level: float = LEVEL, ratio: float = RATIO) -> dict[str, Any]:
+def judge(ran: Mapping[int, Mapping[int, float]], *, level: float = LEVEL, each: bool = False) -> dict[str, Any]:
     """Which ranks, if any, ran longer on a CPU than chance allows, from ``ran``: each rank's time on
-    a CPU by step (the job's numbering), by ``ratio`` the others' median at least (margin()).
+    a CPU by step (the job's numbering), by RATIO the others' median at least, and each other
+    rank's where ``each`` (each_other(): a busy machine).
 
     Compared: the steps every rank holds. Returns ``named`` (each with ``rank``, ``longest_in``,
     ``steps``, ``ranks_compared``, ``p_value``, ``ran_per_step_s``, ``others_ran_per_step_s``,
@@ -66,7 +67,9 @@ def judge(ran: Mapping[int, Mapping[int, float]], *, level: float = LEVEL, ratio
         found = _longest(ran, steps, left, medians, tested=len(ranks))
         if verdict["top"] is None:
             verdict["top"] = found
-        if found["p_value"] >= level or found["ratio"] < ratio or found["extra_per_step_s"] < NOISE_S:
+        if found["p_value"] >= level or found["ratio"] < RATIO or found["extra_per_step_s"] < NOISE_S:
+            break
+        if each and found["ran_per_step_s"] < RATIO * found["others_most_per_step_s"]:
             break
         verdict["named"].append(found)
         left.remove(found["rank"])
@@ -79,7 +82,8 @@ def _longest(ran: Mapping[int, Mapping[int, float]], steps: list[int], ranks: li
     for step in steps:
         counts[max(ranks, key=lambda rank: ran[rank][step])] += 1
     rank = max(ranks, key=lambda one: (counts[one], medians[one]))
-    others = stepstats.quantile(sorted(medians[one] for one in ranks if one != rank), 0.5)
+    theirs = sorted(medians[one] for one in ranks if one != rank)
+    others = stepstats.quantile(theirs, 0.5)
     p_value = min(1.0, tested * collectives.binomial_tail(counts[rank], len(steps), 1 / len(ranks)))
     return {
         "rank": rank,
@@ -89,6 +93,7 @@ def _longest(ran: Mapping[int, Mapping[int, float]], steps: list[int], ranks: li
         "p_value": p_value,
         "ran_per_step_s": medians[rank],
         "others_ran_per_step_s": others,
+        "others_most_per_step_s": theirs[-1],
         "ratio": round(medians[rank] / others, 3) if others > 0 else 0.0,
         "extra_per_step_s": medians[rank] - others,
     }
@@ -158,11 +163,11 @@ def ratio_of(processes: list[dict], rank: int) -> float | None:
     return medians[rank] / theirs if theirs > 0 else None
 
 
-def margin(processes: list[dict], rule: str = CPU_TIME) -> float:
-    """The least ratio of a rank's time on a CPU to the others' that names it among ``processes``:
-    BUSY_RATIO on a busy machine (busy()), else RATIO; an NPU's computing time keeps RATIO (the
-    host's cores do not share the device)."""
-    return BUSY_RATIO if rule == CPU_TIME and busy(processes) else RATIO
+def each_other(processes: list[dict], rule: str = CPU_TIME) -> bool:
+    """Whether a rank is named by its time on a CPU only over each other rank's by RATIO: on a busy
+    machine (busy()); an NPU's computing time is judged over their median (the host's cores do not
+    share the device)."""
+    return rule == CPU_TIME and busy(processes) is not None
 
 
 def busy(processes: list[dict]) -> dict | None:
@@ -269,7 +274,7 @@ def longest(processes: list[dict], device: str = "") -> dict | None:
     rule, ran = CPU_TIME, ran_of(processes)
     if device and processes and all(p.get("backend") == "npu" for p in processes):
         rule, ran = DEVICE_TIME, device_of(processes, device)
-    named = judge(ran, ratio=margin(processes, rule))["named"] if ran is not None else []
+    named = judge(ran, each=each_other(processes, rule))["named"] if ran is not None else []
     return {**named[0], "rule": rule} if named else None
 
 

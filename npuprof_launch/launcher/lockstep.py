@@ -239,8 +239,8 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
     ran, rule = cputime.work_by_step(measured, all(p.get(ON_CPU) for p in measured), DEVICE)
     if ran is None:
         return [], None, {}
-    least = cputime.margin(measured, rule)
-    verdict = cputime.judge(ran, ratio=least)
+    each_other = cputime.each_other(measured, rule)
+    verdict = cputime.judge(ran, each=each_other)
     by_rank = {p["rank"]: p for p in measured}
     if not each["rounds"]:  # sends and receives only (a pipeline's): its time in them, not the rounds
         return cputime.named_by_sends(measured, verdict, rule), None, {}
@@ -282,9 +282,11 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
     why = f"by time on a CPU, rank {top['rank']} ran {cputime.text(top)}"
     if rule == DEVICE_TIME:
         why = f"by its NPU's computing time, rank {top['rank']} computed {cputime.text(top)}"
-    if top["p_value"] < verdict["level"] and top["ratio"] < least:
-        how = "a machine this busy" if least > cputime.RATIO else "a shared machine"
-        why += f", under the {least:g}x by which alike ranks' threads can differ on {how}"
+    if top["p_value"] < verdict["level"] and top["ratio"] < cputime.RATIO:
+        why += f", under the {cputime.RATIO:g}x by which alike ranks' threads can differ on a shared machine"
+    elif top["p_value"] < verdict["level"] and each_other and top not in verdict["named"]:
+        most = top["others_most_per_step_s"] * 1e3
+        why += f", under {cputime.RATIO:g}x another rank's {most:.1f} ms: on a machine this busy, each other rank's"
     elif top["p_value"] < verdict["level"] and top in verdict["named"]:
         last = each["last_by_rank"].get(top["rank"])
         why += f", but it was the last in {last} of {each['rounds']} rounds of collectives only: they waited for others"
