@@ -239,7 +239,8 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
     ran, rule = cputime.work_by_step(measured, all(p.get(ON_CPU) for p in measured), DEVICE)
     if ran is None:
         return [], None, {}
-    each_other = cputime.each_other(measured, rule)
+    # A pipeline's stages differ in work by design: each other stage is no alike rank to beat.
+    each_other = bool(each["rounds"]) and cputime.each_other(measured, rule)
     verdict = cputime.judge(ran, each=each_other)
     by_rank = {p["rank"]: p for p in measured}
     if not each["rounds"]:  # sends and receives only (a pipeline's): its time in them, not the rounds
