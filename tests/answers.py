@@ -44,13 +44,13 @@ def slow_rank_evidence(report: dict) -> dict:
     a CPU a step (the numbers the lockstep rules judged)."""
     waits = {
         process.get("rank"): [process.get(key) for key in ("collective_s", "window_s", "median_step_s")]
-        + [_median_ms((process.get("cpu_wait") or {}).get(reading) or []) for reading in ("ran", "waited")]
+        + [median_ms((process.get("cpu_wait") or {}).get(reading) or []) for reading in ("ran", "waited")]
         for process in report["processes"]
     }
     return {"verdict": report["job"].get("slow_rank_verdict"), "found": report["job"]["slow_ranks"], "waits": waits}
 
 
-def _median_ms(pairs: list) -> float | None:
+def median_ms(pairs: list) -> float | None:
     """The median of ``[step, seconds]`` readings, in ms."""
     values = sorted(seconds for _, seconds in pairs)
     return round(values[len(values) // 2] * 1e3, 2) if values else None

@@ -10,7 +10,7 @@ import os
 import sys
 
 import pytest
-from answers import check_json
+from answers import check_json, median_ms
 from jobs import assert_ok, clean_env, npuprof, script
 
 from npuprof_launch.inprocess import cpuwait
@@ -55,14 +55,10 @@ def _readings(report: dict) -> dict:
     """Each rank's median time ran and waited for a CPU a step, and its time in collectives: what
     the judge weighed, for a failure's message."""
 
-    def median(pairs: list) -> float:
-        values = sorted(seconds for _, seconds in pairs)
-        return round(values[len(values) // 2] * 1e3, 2) if values else -1.0
-
     return {
         p["rank"]: {
-            "ran_ms": median((p.get("cpu_wait") or {}).get("ran") or []),
-            "waited_ms": median((p.get("cpu_wait") or {}).get("waited") or []),
+            "ran_ms": median_ms((p.get("cpu_wait") or {}).get("ran") or []),
+            "waited_ms": median_ms((p.get("cpu_wait") or {}).get("waited") or []),
             "collective_s": p.get("collective_s"),
         }
         for p in report["processes"]
