@@ -46,11 +46,21 @@ CPU_WAIT_MEANING = (
 )
 
 
-def binomial_tail(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p)."""
+def binomial_tail(k: int, m: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(m, p), summed in logs (m of thousands, p of 1/1024)."""
     if k <= 0:
         return 1.0
-    return min(1.0, sum(math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(k, n + 1)))
+    if k > m:
+        return 0.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    whole = math.lgamma(m + 1)
+    total = 0.0
+    for j in range(k, m + 1):
+        term = math.exp(whole - math.lgamma(j + 1) - math.lgamma(m - j + 1) + j * log_p + (m - j) * log_q)
+        total += term
+        if j > m * p and term < total * 1e-16:
+            break
+    return min(1.0, total)
 
 
 #: A rank slower step by step is the machine's when its own wait for a CPU, past the others', takes
@@ -63,6 +73,18 @@ CPU_EXPLAINS_SHARE = 0.5
 #: more work (launcher/cputime.py names a rank's own work from 1.15x: alike ranks beside two CPU hogs
 #: differed by up to 1.05; two ranks training alone, alike, by up to 1.04).
 MORE_RAN_RATIO = 1.02
+
+
+#: A rank's wait for a CPU is out of proportion to its work where it waited this many times the
+#: others' median, and this many times what its thread ran over theirs: a rank with more work is
+#: runnable longer and waits longer too, in proportion (launcher/heldback.py, collectives.HELD).
+WAIT_RATIO = 2.0
+
+
+def out_of_proportion(wait_ratio: float, ran_ratio: float | None) -> bool:
+    """Whether a rank that waited ``wait_ratio`` times the others' median for a CPU and whose thread
+    ran ``ran_ratio`` times their time on one (None: not known) waited out of proportion to its work."""
+    return wait_ratio >= WAIT_RATIO * max(1.0, ran_ratio or 1.0)
 
 
 def slow_rank_waited(

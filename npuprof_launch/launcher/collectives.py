@@ -21,16 +21,20 @@ with that taken off, last in 8 of 13). docs/benchmarks.md, figure F6, has the ru
 The input is a list of collectives per rank, ``(key, group, step, wait_s, start_s)`` (Collective),
 whatever the backend: the key is the same collective on every rank (a group and its sequence
 number, or the group, the step and the order in it). common/tracecollectives.py reads them from
-gloo's and NCCL's traces; HCCL's operations would come the same way. Standard library only, and
-linear in the collectives: this runs over every rank of a 1024-rank job in ``--check``.
+gloo's and NCCL's traces; HCCL's operations would come the same way. Standard library only (and
+common/findings.py), and linear in the collectives: this runs over every rank of a 1024-rank job
+in ``--check``.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
+
+from npuprof_launch.common import findings
 
 #: A rank is named when chance would make the rounds wait for it that often less than once in a
 #: thousand jobs of alike ranks, after multiplying by the number of ranks tested (Bonferroni: any of
@@ -74,6 +78,23 @@ ONE_STEP = "one_step"
 #: running of 30), not one whose work is slower. The binomial test takes rounds as independent; a
 #: stretch is one cause, so a straggler must be waited for more often than chance in both halves.
 ONE_STRETCH = "one_stretch"
+#: Its stepping thread waited for a CPU, in the group's steps, past the median of the others of its
+#: group by findings.CPU_EXPLAINS_SHARE of what they waited for it at least, and out of proportion
+#: to its work (findings.out_of_proportion): the machine held it back. The rounds take a step's wait
+#: for a CPU off its lateness shared evenly among the step's rounds; where the wait fell before one
+#: of them it stays late there (tried: the tensor/data-parallel pairs' job under the whole suite's
+#: load on 2 cores, rank 0 waited 34 ms a step for a CPU against 4.5 ms on the stalled rank 3, and
+#: was named beside it by its data-parallel pair's rounds). In proportion, not by share alone: a
+#: rank with 3x the others' work beside two CPU hogs waited 35 ms a step more for a CPU where the
+#: others waited 81 ms a step for it (benchmarks/findings.py, F22). A rank whose core is shared for
+#: the whole job is told by heldback.py, with the statistics of its waits.
+HELD = "held"
+#: The rounds as they were, no rank's wait for a CPU taken off, waited for it no more often than
+#: chance at WAITED_LEVEL: the others' waits taken off made it late, not its own lateness. Taking a
+#: step's wait off evenly among its rounds lengthens a held-back rank's waits in the rounds where
+#: it was not late too, and its partner looks late there (a pair's rank held 34 ms a step before one
+#: of four rounds: the partner became the last in 89 of 120, and was named by 4 ms a step).
+AS_THEY_WERE = "as_they_were"
 
 
 class Collective(NamedTuple):
@@ -109,17 +130,21 @@ class _Group(NamedTuple):
     #: Each step's round of the widest spread between first and last to arrive: the rank it waited
     #: for (None: a tie), by step
     worst: dict[int, int | None]
+    #: The same counts (``last``, ``worst``) of the waits as they were, no wait for a CPU taken off
+    last_raw: dict[int, int]
+    worst_raw: dict[int, int | None]
 
 
 def judge(
     waits: Waits,
     *,
     cpu: CpuWaits | None = None,
+    ran: CpuWaits | None = None,
     hosts: Mapping[int, str | None] | None = None,
     level: float = LEVEL,
 ) -> dict[str, Any]:
     """Which rank, if any, the others wait for, from each rank's collectives (and its wait for a
-    CPU in each step, ``cpu``, where known).
+    CPU in each step, ``cpu``, and its time on one, ``ran``, where known).
 
     Per group (the ranks that hold any of its collectives), the collectives every one of them holds
     are matched and cut into rounds, and each round waited for one rank (_matched). A rank the
@@ -129,8 +154,10 @@ def judge(
     host are each waited for more often than chance). One that passes is named when the rounds
     waited for it more often than chance in more than STEPS_SHARE of its steps, and the others
     waited NOISE_S a step longer for it at least (_effects), and the rounds waited for it more often
-    than chance in each half of the steps (``halves_last_in``); else its ``why_not`` says which
-    (ONE_STEP, ONE_STRETCH, SLIGHT).
+    than chance in each half of the steps (``halves_last_in``), and its own wait for a CPU past the
+    others' (``cpu_excess_per_step_s``) does not explain theirs for it, and the rounds as they were
+    waited for it more often than chance too (_as_they_were); else its ``why_not`` says which
+    (ONE_STEP, ONE_STRETCH, SLIGHT, HELD, AS_THEY_WERE; WAITED: _waited_elsewhere).
 
     Returns ``named`` (each with its counts, p-value, effect and steps), ``passed`` (every rank that
     passed the test, named or not), ``top`` (the most often waited for, and its test), ``decided`` (a
@@ -157,7 +184,7 @@ def judge(
         early = _early(group)
         alike = len(group.members) - len(early)  # the ranks that take the last place by chance
         for rank, count in sorted(group.last.items(), key=lambda kv: (-kv[1], kv[0])):
-            p_value = min(1.0, tested * binomial_tail(count, len(group.rounds), 1 / alike))
+            p_value = min(1.0, tested * findings.binomial_tail(count, len(group.rounds), 1 / alike))
             found = _found(group, rank, count, len(group.rounds), p_value, early)
             if verdict["top"] is None or p_value < verdict["top"]["p_value"]:
                 verdict["top"] = found
@@ -181,6 +208,9 @@ def judge(
             )
             found["steps_last_often"] = often
             found["halves_last_in"] = halves = _halves(group, found["rank"], by_steps)
+            held_s, wait_ratio = _cpu_excess(group, cpu or {}, found["rank"])
+            found.update(cpu_excess_per_step_s=held_s, cpu_wait_ratio=wait_ratio)
+            found["ran_ratio"] = ran_ratio = _ran_ratio(group, ran or {}, found["rank"])
             found["why_not"] = (
                 ONE_STEP
                 if often <= STEPS_SHARE * len(group.per_step)
@@ -188,6 +218,11 @@ def judge(
                 if any(last * alike <= held for last, held in halves)
                 else SLIGHT
                 if found["wait_per_step_s"] < NOISE_S
+                else HELD
+                if held_s >= findings.CPU_EXPLAINS_SHARE * found["wait_per_step_s"]
+                and findings.out_of_proportion(wait_ratio, ran_ratio)
+                else AS_THEY_WERE
+                if cpu and _as_they_were(group, found, tested, alike) >= WAITED_LEVEL
                 else None
             )
         verdict["passed"].extend(passed)
@@ -224,7 +259,47 @@ def refusal(found: dict[str, Any]) -> str:
             f"{found['waited_in']}), where the others waited {wait_ms:.1f} ms a step longer for it: late because it "
             "waited for another rank"
         )
+    if why == HELD:
+        ran = "" if found["ran_ratio"] is None else f" and ran {found['ran_ratio']:.2f}x their time on one"
+        return (
+            f"its stepping thread waited for a CPU {found['cpu_excess_per_step_s'] * 1e3:.1f} ms a step past the "
+            f"others of its group ({found['cpu_wait_ratio']:.1f}x their wait{ran}), where they waited {wait_ms:.1f} "
+            "ms a step for it: the machine held it back, not its work"
+        )
+    if why == AS_THEY_WERE:
+        counted = "steps' widest rounds" if found.get("counted") == STEPS else "rounds"
+        return (
+            f"with no rank's wait for a CPU taken off the {counted} waited for it in {found['last_as_they_were']} of "
+            f"{found['rounds']} only, no more often than chance: the others' waits for a CPU made it look late"
+        )
     return f"the others waited {wait_ms:.2f} ms a step longer, under 1 ms"
+
+
+def _cpu_excess(group: _Group, cpu: CpuWaits, rank: int) -> tuple[float, float]:
+    """What ``rank``'s stepping thread waited for a CPU a step, over the group's steps, past the
+    others of the group (their median in each step), and that over theirs; (0.0, 0.0) where the
+    waits are not known."""
+    if not cpu.get(rank):
+        return 0.0, 0.0
+    own = sum(cpu[rank].get(step, 0.0) for step in group.per_step)
+    theirs = sum(
+        statistics.median((cpu.get(other) or {}).get(step, 0.0) for other in group.members if other != rank)
+        for step in group.per_step
+    )
+    return (own - theirs) / len(group.per_step), own / theirs if theirs > 0 else math.inf
+
+
+def _ran_ratio(group: _Group, ran: CpuWaits, rank: int) -> float | None:
+    """``rank``'s median time on a CPU a step over the median of the others of its group, over the
+    steps each kept (cputime.ran_by_step); None where one kept none."""
+    if any(not ran.get(member) for member in group.members):
+        return None
+    steps = set.intersection(*(set(ran[member]) for member in group.members))
+    if not steps:
+        return None
+    medians = {member: statistics.median(ran[member][step] for step in steps) for member in group.members}
+    theirs = statistics.median(value for member, value in medians.items() if member != rank)
+    return medians[rank] / theirs if theirs > 0 else None
 
 
 def _late_at_all(group: _Group, tested: int, alike: int) -> set[int]:
@@ -235,7 +310,7 @@ def _late_at_all(group: _Group, tested: int, alike: int) -> set[int]:
     late = set()
     for counts, of in ((group.last, len(group.rounds)), (_worst_counts(group), len(group.per_step))):
         for rank, count in counts.items():
-            if tested * binomial_tail(count, of, 1 / alike) < WAITED_LEVEL:
+            if tested * findings.binomial_tail(count, of, 1 / alike) < WAITED_LEVEL:
                 late.add(rank)
     return late
 
@@ -278,7 +353,9 @@ def _early(group: _Group) -> list[int]:
     if members < 3:
         return []
     early = sorted(
-        rank for rank, count in group.first.items() if members * binomial_tail(count, rounds, 1 / members) < EARLY_LEVEL
+        rank
+        for rank, count in group.first.items()
+        if members * findings.binomial_tail(count, rounds, 1 / members) < EARLY_LEVEL
     )
     return early if members - len(early) >= 2 else []
 
@@ -313,7 +390,7 @@ def _by_steps(
         return []  # a round a step: the rounds' test is this one
     found = []
     for rank, count in sorted(_worst_counts(group).items(), key=lambda kv: (-kv[1], kv[0])):
-        p_value = min(1.0, 2 * tested * binomial_tail(count, len(group.per_step), 1 / alike))
+        p_value = min(1.0, 2 * tested * findings.binomial_tail(count, len(group.per_step), 1 / alike))
         if p_value >= level:
             break
         if rank not in passed:
@@ -321,10 +398,19 @@ def _by_steps(
     return found
 
 
-def _worst_counts(group: _Group) -> dict[int, int]:
-    """How many steps' widest round waited for each rank."""
+def _as_they_were(group: _Group, found: dict[str, Any], tested: int, alike: int) -> float:
+    """The test of ``found``'s rank on the rounds (or the steps' widest rounds) as they were, no
+    wait for a CPU taken off: its p-value, its count in ``last_as_they_were``."""
+    by_steps = found.get("counted") == STEPS
+    counts = _worst_counts(group, raw=True) if by_steps else group.last_raw
+    found["last_as_they_were"] = count = counts.get(found["rank"], 0)
+    return tested * findings.binomial_tail(count, len(group.per_step) if by_steps else len(group.rounds), 1 / alike)
+
+
+def _worst_counts(group: _Group, raw: bool = False) -> dict[int, int]:
+    """How many steps' widest round waited for each rank (``raw``: of the waits as they were)."""
     counts: dict[int, int] = {}
-    for laggard in group.worst.values():
+    for laggard in (group.worst_raw if raw else group.worst).values():
         if laggard is not None:
             counts[laggard] = counts.get(laggard, 0) + 1
     return counts
@@ -386,7 +472,7 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             rounds[-1].append(key)
         if not rounds:
             continue
-        group = _Group(name, sorted(members[name]), set(), [], {}, {}, {}, {}, {})
+        group = _Group(name, sorted(members[name]), set(), [], {}, {}, {}, {}, {}, {}, {})
         for keys in rounds:
             step = seen[keys[0]][1]
             group.keys.update(keys)
@@ -394,6 +480,7 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             group.per_step[step] = group.per_step.get(step, 0) + 1
         for _, _, keys in group.rounds:
             ends[keys[-1]] = [1 / group.per_step[seen[keys[0]][1]], math.inf, None, -math.inf, None]
+            ends[keys[-1]] += [math.inf, None, -math.inf]  # the same of the waits as they were
         groups.append(group)
     for rank, collectives in waits.items():
         theirs = cpu.get(rank) or {}
@@ -410,6 +497,11 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
                 end[3], end[4] = held, rank
             elif held == end[3]:
                 end[4] = None
+            if wait < end[5]:
+                end[5], end[6] = wait, rank
+            elif wait == end[5]:
+                end[6] = None
+            end[7] = max(end[7], wait)
     for group in groups:
         for index, (step, _, keys) in enumerate(group.rounds):
             laggard = ends[keys[-1]][2]
@@ -420,11 +512,16 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             if laggard is not None:
                 group.last[laggard] = group.last.get(laggard, 0) + 1
                 group.last_in_step[laggard, step] = group.last_in_step.get((laggard, step), 0) + 1
+            if ends[keys[-1]][6] is not None:
+                group.last_raw[ends[keys[-1]][6]] = group.last_raw.get(ends[keys[-1]][6], 0) + 1
         widest: dict[int, float] = {}
+        widest_raw: dict[int, float] = {}
         for step, laggard, keys in group.rounds:
-            spread = ends[keys[-1]][3] - ends[keys[-1]][1]
-            if spread > widest.get(step, -math.inf):
-                widest[step], group.worst[step] = spread, laggard
+            end = ends[keys[-1]]
+            if end[3] - end[1] > widest.get(step, -math.inf):
+                widest[step], group.worst[step] = end[3] - end[1], laggard
+            if end[7] - end[5] > widest_raw.get(step, -math.inf):
+                widest_raw[step], group.worst_raw[step] = end[7] - end[5], end[6]
     return groups
 
 
@@ -482,23 +579,6 @@ def slow_host(named: list[dict], hosts: Mapping[int, str | None] | None, ranks: 
     return host if 2 * len(named) > len(on_it) else None
 
 
-def binomial_tail(k: int, m: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(m, p), summed in logs (m of thousands, p of 1/1024)."""
-    if k <= 0:
-        return 1.0
-    if k > m:
-        return 0.0
-    log_p, log_q = math.log(p), math.log1p(-p)
-    whole = math.lgamma(m + 1)
-    total = 0.0
-    for j in range(k, m + 1):
-        term = math.exp(whole - math.lgamma(j + 1) - math.lgamma(m - j + 1) + j * log_p + (m - j) * log_q)
-        total += term
-        if j > m * p and term < total * 1e-16:
-            break
-    return min(1.0, total)
-
-
 _LEAST: dict[tuple[int, int, float], int] = {}
 
 
@@ -508,7 +588,7 @@ def least_rounds(ranks: int, tested: int, level: float = LEVEL) -> int:
     few counts too: rounding the share up makes a count pass that its next fails)."""
 
     def passes(m: int) -> bool:
-        return tested * binomial_tail(math.ceil(DESIGN_SHARE * m), m, 1 / ranks) < level
+        return tested * findings.binomial_tail(math.ceil(DESIGN_SHARE * m), m, 1 / ranks) < level
 
     key = (ranks, tested, level)
     if key not in _LEAST:

@@ -84,7 +84,7 @@ def _longest(ran: Mapping[int, Mapping[int, float]], steps: list[int], ranks: li
     rank = max(ranks, key=lambda one: (counts[one], medians[one]))
     theirs = sorted(medians[one] for one in ranks if one != rank)
     others = stepstats.quantile(theirs, 0.5)
-    p_value = min(1.0, tested * collectives.binomial_tail(counts[rank], len(steps), 1 / len(ranks)))
+    p_value = min(1.0, tested * findings.binomial_tail(counts[rank], len(steps), 1 / len(ranks)))
     return {
         "rank": rank,
         "longest_in": counts[rank],

@@ -29,8 +29,9 @@ from npuprof_launch.launcher import cputime, wording
 
 RULE = "cpu_wait"
 TEST = "the longest wait for a CPU in more steps than chance: binomial against 1 in n, times the ranks tested"
-#: Its median wait a step over the others' median, and over the job's median step, at least.
-WAIT_RATIO = 2.0
+#: Its median wait a step over the others' median (findings.WAIT_RATIO), and over the job's
+#: median step, at least.
+WAIT_RATIO = findings.WAIT_RATIO
 WAIT_SHARE = 0.1
 
 
@@ -50,7 +51,7 @@ def judge(group: list[dict], step_s: float | None, lockstep: bool) -> dict | Non
     if top["ratio"] < WAIT_RATIO or extra < WAIT_SHARE * step_s:
         return None
     ran_ratio = cputime.ratio_of(group, top["rank"])
-    if ran_ratio is None or top["ratio"] < WAIT_RATIO * max(1.0, ran_ratio):
+    if ran_ratio is None or not findings.out_of_proportion(top["ratio"], ran_ratio):
         return None
     process = next(p for p in group if p["rank"] == top["rank"])
     others = [p for p in group if p is not process]

@@ -7,10 +7,9 @@ collectives is the one the others wait for. Where the traces tell each collectiv
 that the rounds of collectives wait for more often than chance allows is named (collectives.py:
 rule PER_COLLECTIVE); elsewhere (an old torch, a backend without those events) and where the window
 holds too few rounds, by its total time in collectives against the others' (msprof-analyze's
-slow-rank method, and Holistic Trace Analysis's: rule TOTAL_TIME). The rules below are how much of that
-evidence a few recorded steps on a busy machine can bear; each says what it was tried on. Pure: the
-report rows come with ``collective_s``, ``window_s`` and their COLLECTIVES already read from the
-traces (report.py).
+slow-rank method, and Holistic Trace Analysis's: rule TOTAL_TIME). The rules below are how much of
+that evidence a few recorded steps on a busy machine can bear; each says what it was tried on. Pure:
+the report rows come with ``collective_s``, ``window_s`` and their COLLECTIVES read from the traces.
 """
 
 from __future__ import annotations
@@ -153,7 +152,8 @@ def _each(measured: list[dict]) -> dict | None:
     if share < COLLECTIVE_SHARE or min(stepwaits.recorded_steps(p) for p in measured) < EACH_MIN_STEPS:
         return None
     cpu = {p["rank"]: stepwaits.cpu_wait_by_step(p) for p in measured}
-    return collectives.judge(lists, cpu=cpu, hosts={p["rank"]: p.get("host") for p in measured})
+    hosts = {p["rank"]: p.get("host") for p in measured}
+    return collectives.judge(lists, cpu=cpu, ran=cputime.ran_of(measured), hosts=hosts)
 
 
 def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]], str | None, dict]:
@@ -251,7 +251,7 @@ def _by_cpu_time(measured: list[dict], each: dict | None) -> tuple[list[tuple[di
         named
         for named in verdict["named"]
         if (last := lasts[named["rank"]]) is not None
-        and 1 - collectives.binomial_tail(last + 1, each["rounds"], chance) >= LAST_LEVEL
+        and 1 - findings.binomial_tail(last + 1, each["rounds"], chance) >= LAST_LEVEL
     ]
     # In lockstep the others wait for the longest: a rank the first named outran by the margin hides
     # behind it (tried: beside the findings benchmark, a rank at 1.21x next to the 1.50x one).

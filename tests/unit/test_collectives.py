@@ -11,7 +11,7 @@ import json
 import math
 import random
 
-from npuprof_launch.common import deliverables, tracecollectives
+from npuprof_launch.common import deliverables, findings, tracecollectives
 from npuprof_launch.inprocess import aftercare
 from npuprof_launch.launcher import collectives, jobview, lockstep, report
 
@@ -87,7 +87,7 @@ def test_a_different_rank_late_at_every_bucket_of_each_step_names_no_one():
     assert verdict["named"] == [] and verdict["passed"] == [] and verdict["decided"], verdict["top"]
     assert verdict["top"]["rank"] == 2 and verdict["top"]["last_in"] == 4 and verdict["rounds"] == 13
     first_three = {rank: [one for one in found if one.step < 7] for rank, found in waits.items()}
-    by_collectives = collectives.binomial_tail(24, 24, 1 / 4) * 4
+    by_collectives = findings.binomial_tail(24, 24, 1 / 4) * 4
     assert by_collectives < 0.001 and collectives.judge(first_three)["named"] == [], "24 of 24 collectives"
 
 
@@ -126,7 +126,7 @@ def test_too_few_rounds_decide_nothing_and_say_which_window_would():
 
 def test_the_least_window_is_where_a_rank_last_in_three_of_four_rounds_passes_the_test_from_on():
     def passes(ranks: int, m: int) -> bool:
-        return ranks * collectives.binomial_tail(math.ceil(0.75 * m), m, 1 / ranks) < 0.001
+        return ranks * findings.binomial_tail(math.ceil(0.75 * m), m, 1 / ranks) < 0.001
 
     for ranks in (2, 4, 8, 64, 1024):
         least = collectives.least_rounds(ranks, ranks)
@@ -205,6 +205,41 @@ def test_a_partner_is_refused_even_where_the_stalled_rank_falls_short_of_the_tes
     assert partner["why_not"] == collectives.WAITED and partner["waited_in"] == "dp 1,3", partner
 
 
+def test_a_rank_the_machine_held_before_one_of_its_rounds_is_refused_and_its_partner_not_named():
+    """A pair's four blocking all-reduces a step; rank 0's thread waits 34 ms a step for a CPU (4 ms on
+    rank 2) and reaches the first of them 30 ms late (the tensor/data-parallel pairs' job under the
+    suite's load: rank 0 named beside the stalled rank). The step's wait, taken off evenly among the
+    rounds, leaves rank 0 late at the first, the widest each step; and lengthens its waits at the
+    other three, where rank 2 looks late. Rank 0 is refused (HELD: 30 ms a step past its partner's
+    wait, 8.5x it, no more work), rank 2 too (the rounds as they were waited for it by chance)."""
+    waits = waits_of(4, 30, 4, {0: 0.03}, blocking=True, late_at=0, only=[0, 2], group="gloo:all_reduce 0,2")
+    assert [named["rank"] for named in collectives.judge(waits)["named"]] == [0], "late, its waits unknown"
+    steps = range(4, 34)
+    cpu = {0: dict.fromkeys(steps, 0.034), 2: dict.fromkeys(steps, 0.004)}
+    ran = {0: dict.fromkeys(steps, 0.02), 2: dict.fromkeys(steps, 0.02)}
+    verdict = collectives.judge(waits, cpu=cpu, ran=ran)
+    assert verdict["named"] == [], verdict["named"]
+    why = {found["rank"]: found for found in verdict["passed"]}
+    assert why[0]["why_not"] == collectives.HELD and math.isclose(why[0]["cpu_excess_per_step_s"], 0.03)
+    assert math.isclose(why[0]["cpu_wait_ratio"], 8.5) and why[0]["ran_ratio"] == 1.0
+    assert "the machine held it back" in collectives.refusal(why[0])
+    assert why[2]["why_not"] == collectives.AS_THEY_WERE and why[2]["last_in"] > 80, why[2]
+    assert why[2]["last_as_they_were"] < 50 and "made it look late" in collectives.refusal(why[2])
+
+
+def test_a_rank_with_more_work_waits_for_a_cpu_in_proportion_and_is_named():
+    """Beside CPU hogs a rank with 3x the work waits 3x as long for a CPU too (F22: 35 ms a step more
+    than the others, who waited 81 ms a step for it): its waits explain half the others' wait for it,
+    but not out of proportion to its work, and it is named."""
+    waits = waits_of(4, 13, 8, {2: 0.008}, blocking=True)
+    steps = range(4, 17)
+    cpu = {rank: dict.fromkeys(steps, 0.06 if rank == 2 else 0.02) for rank in range(4)}
+    ran = {rank: dict.fromkeys(steps, 0.09 if rank == 2 else 0.03) for rank in range(4)}
+    (named,) = collectives.judge(waits, cpu=cpu, ran=ran)["named"]
+    assert named["rank"] == 2 and named["cpu_excess_per_step_s"] >= 0.5 * named["wait_per_step_s"], named
+    assert math.isclose(named["cpu_wait_ratio"], 3.0) and math.isclose(named["ran_ratio"], 3.0)
+
+
 def test_a_late_rank_that_waits_in_another_group_where_no_rank_was_late_is_still_named():
     """A DDP job's all-reduces wait for rank 2; in its broadcasts rank 2 is first and waits 20 ms for
     the others, none of them late more often than chance: rank 2's wait there is no reason it was
@@ -247,8 +282,8 @@ def test_a_rank_the_test_picks_whose_lateness_is_under_a_millisecond_is_no_findi
 def test_the_binomial_tail_is_exact_for_few_and_holds_for_thousands():
     for k, m, p in ((0, 5, 0.5), (3, 5, 0.25), (5, 5, 0.25), (6, 5, 0.5), (7, 20, 0.1)):
         exact = sum(math.comb(m, j) * p**j * (1 - p) ** (m - j) for j in range(max(k, 0), m + 1))
-        assert math.isclose(collectives.binomial_tail(k, m, p), min(1.0, exact), rel_tol=1e-9, abs_tol=1e-300)
-    tails = [collectives.binomial_tail(k, 5000, 1 / 1024) for k in (1, 5, 10, 40, 5000)]
+        assert math.isclose(findings.binomial_tail(k, m, p), min(1.0, exact), rel_tol=1e-9, abs_tol=1e-300)
+    tails = [findings.binomial_tail(k, 5000, 1 / 1024) for k in (1, 5, 10, 40, 5000)]
     assert tails == sorted(tails, reverse=True) and 0.0 <= tails[-1] < 1e-300 < tails[-2] < 1.0
 
 
@@ -480,4 +515,4 @@ def test_beside_a_rank_always_early_an_alike_rank_is_named_no_more_often_than_th
     verdict = collectives.judge(waits_of(4, 30, 1, late={0: -0.02, 2: 0.03}, seed=1, blocking=True))
     (late,) = verdict["named"]
     assert late["rank"] == 2 and late["early_ranks"] == [0], "the late one still named, the early one said"
-    assert math.isclose(late["p_value"], 4 * collectives.binomial_tail(late["last_in"], 30, 1 / 3))
+    assert math.isclose(late["p_value"], 4 * findings.binomial_tail(late["last_in"], 30, 1 / 3))
