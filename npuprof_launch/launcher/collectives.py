@@ -78,22 +78,18 @@ ONE_STEP = "one_step"
 #: running of 30), not one whose work is slower. The binomial test takes rounds as independent; a
 #: stretch is one cause, so a straggler must be waited for more often than chance in both halves.
 ONE_STRETCH = "one_stretch"
-#: Its stepping thread waited for a CPU, in the group's steps, past the median of the others of its
-#: group by findings.CPU_EXPLAINS_SHARE of what they waited for it at least, and out of proportion
-#: to its work (findings.out_of_proportion): the machine held it back. The rounds take a step's wait
-#: for a CPU off its lateness shared evenly among the step's rounds; where the wait fell before one
-#: of them it stays late there (tried: the tensor/data-parallel pairs' job under the whole suite's
-#: load on 2 cores, rank 0 waited 34 ms a step for a CPU against 4.5 ms on the stalled rank 3, and
-#: was named beside it by its data-parallel pair's rounds). In proportion, not by share alone: a
-#: rank with 3x the others' work beside two CPU hogs waited 35 ms a step more for a CPU where the
-#: others waited 81 ms a step for it (benchmarks/findings.py, F22). A rank whose core is shared for
-#: the whole job is told by heldback.py, with the statistics of its waits.
+#: Its stepping thread waited for a CPU a step past the others of its group (their median) by
+#: findings.CPU_EXPLAINS_SHARE of their wait for it, out of proportion to its work: the machine
+#: held it (heldback.py tells that). The rounds take a step's wait for a CPU off evenly among them;
+#: fallen before one, it leaves the rank late there (CI, the tensor/data-parallel pairs' job beside
+#: the suite: rank 0, 34 ms a step waiting against 4.5 on the stalled rank 3, was named beside it).
+#: Not by share alone: a rank with 3x the work waits in proportion (F22: 35 ms a step past the
+#: others, who waited 81 ms for it).
 HELD = "held"
-#: The rounds as they were, no rank's wait for a CPU taken off, waited for it no more often than
-#: chance at WAITED_LEVEL: the others' waits taken off made it late, not its own lateness. Taking a
-#: step's wait off evenly among its rounds lengthens a held-back rank's waits in the rounds where
-#: it was not late too, and its partner looks late there (a pair's rank held 34 ms a step before one
-#: of four rounds: the partner became the last in 89 of 120, and was named by 4 ms a step).
+#: The rounds as they were, no wait for a CPU taken off, waited for it by chance (WAITED_LEVEL):
+#: a held-back rank's step wait taken off evenly lengthens its waits where it was not late too,
+#: and its partner looks late there (held 34 ms before one of four rounds a step: the partner
+#: became the last in 89 of 120, by 4 ms a step).
 AS_THEY_WERE = "as_they_were"
 
 
@@ -306,9 +302,13 @@ def _late_at_all(group: _Group, tested: int, alike: int) -> set[int]:
     """The group's ranks that its rounds, or its steps' widest rounds, waited for more often than
     chance at WAITED_LEVEL: lenient, since it only refuses a finding (a stalled rank the last in 12
     of 13 rounds of its pair passes here and not the test, and its partner, late for waiting on it,
-    was named)."""
+    was named). With waits for a CPU taken off and as they were: a rank the machine held made its
+    partner wait all the same (tp_dp_pairs.py, rank 0 bound to a core beside two spinning processes:
+    its data-parallel partner, late at their tensor-parallel all-reduce for waiting on it, named)."""
     late = set()
-    for counts, of in ((group.last, len(group.rounds)), (_worst_counts(group), len(group.per_step))):
+    rounds, steps = len(group.rounds), len(group.per_step)
+    worst, worst_raw = _worst_counts(group), _worst_counts(group, raw=True)
+    for counts, of in ((group.last, rounds), (worst, steps), (group.last_raw, rounds), (worst_raw, steps)):
         for rank, count in counts.items():
             if tested * findings.binomial_tail(count, of, 1 / alike) < WAITED_LEVEL:
                 late.add(rank)

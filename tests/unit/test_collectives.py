@@ -227,6 +227,28 @@ def test_a_rank_the_machine_held_before_one_of_its_rounds_is_refused_and_its_par
     assert why[2]["last_as_they_were"] < 50 and "made it look late" in collectives.refusal(why[2])
 
 
+def test_a_partner_that_waited_for_a_rank_the_machine_held_is_refused_too():
+    """Rank 0 bound to a core beside two spinning processes (tp_dp_pairs.py, no rank stalling): it
+    waits 36 ms a step for a CPU (6 ms on the others) and is late in both its pairs, 25 ms; with
+    its waits taken off, in neither. Rank 2, late at its tensor-parallel pair for waiting on rank 0 in
+    their data-parallel pair, is refused: the rounds as they were waited for rank 0 there (with its
+    waits taken off, in a real run, they did not, and rank 2 was named; heldback.py names rank 0)."""
+    pairs = {"dp 0,2": ([0, 2], {0: 0.025}), "tp 0,1": ([0, 1], {0: 0.025}), "tp 2,3": ([2, 3], {2: 0.012})}
+    pairs["dp 1,3"] = ([1, 3], {})
+    waits: Waits = {rank: [] for rank in range(4)}
+    for seed, (group, (ranks, late)) in enumerate(pairs.items()):
+        for rank, found in waits_of(4, 30, 1, late, seed=seed, group=group, only=ranks).items():
+            waits[rank] += found
+    steps = range(4, 34)
+    cpu = {rank: dict.fromkeys(steps, 0.036 if rank == 0 else 0.006) for rank in range(4)}
+    ran = {rank: dict.fromkeys(steps, 0.01) for rank in range(4)}
+    verdict = collectives.judge(waits, cpu=cpu, ran=ran)
+    assert verdict["named"] == [], verdict["named"]
+    (partner,) = [found for found in verdict["passed"] if found["group"] == "tp 2,3"]
+    assert partner["rank"] == 2 and partner["why_not"] == collectives.WAITED and partner["waited_in"] == "dp 0,2"
+    assert {found["why_not"] for found in verdict["passed"]} <= {collectives.WAITED, collectives.SLIGHT}
+
+
 def test_a_rank_with_more_work_waits_for_a_cpu_in_proportion_and_is_named():
     """Beside CPU hogs a rank with 3x the work waits 3x as long for a CPU too (F22: 35 ms a step more
     than the others, who waited 81 ms a step for it): its waits explain half the others' wait for it,
