@@ -263,10 +263,10 @@ def refusal(found: dict[str, Any]) -> str:
             "ms a step for it: the machine held it back, not its work"
         )
     if why == AS_THEY_WERE:
-        counted = "steps' widest rounds" if found.get("counted") == STEPS else "rounds"
+        (rounds, of_rounds), (steps, of_steps) = found["as_they_were"]
         return (
-            f"with no rank's wait for a CPU taken off the {counted} waited for it in {found['last_as_they_were']} of "
-            f"{found['rounds']} only, no more often than chance: the others' waits for a CPU made it look late"
+            f"with no rank's wait for a CPU taken off, the rounds waited for it in {rounds} of {of_rounds} and each "
+            f"step's widest in {steps} of {of_steps}, no more often than chance: the others' waits made it look late"
         )
     return f"the others waited {wait_ms:.2f} ms a step longer, under 1 ms"
 
@@ -399,12 +399,13 @@ def _by_steps(
 
 
 def _as_they_were(group: _Group, found: dict[str, Any], tested: int, alike: int) -> float:
-    """The test of ``found``'s rank on the rounds (or the steps' widest rounds) as they were, no
-    wait for a CPU taken off: its p-value, its count in ``last_as_they_were``."""
-    by_steps = found.get("counted") == STEPS
-    counts = _worst_counts(group, raw=True) if by_steps else group.last_raw
-    found["last_as_they_were"] = count = counts.get(found["rank"], 0)
-    return tested * findings.binomial_tail(count, len(group.per_step) if by_steps else len(group.rounds), 1 / alike)
+    """The test of ``found``'s rank on the rounds as they were, no wait for a CPU taken off, and on
+    each step's widest of them (a rank late at one round of each step: its other rounds dilute it):
+    the lesser p-value, the counts in ``as_they_were``, ``[[rounds, of], [steps, of]]``."""
+    rank, rounds, steps = found["rank"], len(group.rounds), len(group.per_step)
+    counts = [[group.last_raw.get(rank, 0), rounds], [_worst_counts(group, raw=True).get(rank, 0), steps]]
+    found["as_they_were"] = counts
+    return min(tested * findings.binomial_tail(count, of, 1 / alike) for count, of in counts)
 
 
 def _worst_counts(group: _Group, raw: bool = False) -> dict[int, int]:
@@ -515,7 +516,7 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             if ends[keys[-1]][6] is not None:
                 group.last_raw[ends[keys[-1]][6]] = group.last_raw.get(ends[keys[-1]][6], 0) + 1
         widest: dict[int, float] = {}
-        widest_raw: dict[int, float] = {}
+        widest_raw = widest.copy()
         for step, laggard, keys in group.rounds:
             end = ends[keys[-1]]
             if end[3] - end[1] > widest.get(step, -math.inf):

@@ -224,7 +224,8 @@ def test_a_rank_the_machine_held_before_one_of_its_rounds_is_refused_and_its_par
     assert math.isclose(why[0]["cpu_wait_ratio"], 8.5) and why[0]["ran_ratio"] == 1.0
     assert "the machine held it back" in collectives.refusal(why[0])
     assert why[2]["why_not"] == collectives.AS_THEY_WERE and why[2]["last_in"] > 80, why[2]
-    assert why[2]["last_as_they_were"] < 50 and "made it look late" in collectives.refusal(why[2])
+    (rounds, _), (steps, _) = why[2]["as_they_were"]
+    assert rounds < 50 and steps < 5 and "made it look late" in collectives.refusal(why[2]), why[2]
 
 
 def test_a_partner_that_waited_for_a_rank_the_machine_held_is_refused_too():
