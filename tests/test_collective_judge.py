@@ -151,6 +151,25 @@ def test_a_stalled_rank_among_tensor_and_data_parallel_pairs_is_named_within_its
     }
 
 
+@pytest.mark.xdist_group("collective_judge_held")
+def test_a_rank_the_machine_holds_back_among_pairs_is_told_held_back_and_its_partners_are_not_named(tmp_path):
+    """The same pairs, none stalling; rank 0 bound to one core beside two spinning processes. Its
+    partners wait for it, and reach their other pairs late: the rounds had named rank 1 or rank 2
+    "the one the others wait for" in 4 of 7 runs (a step's wait for a CPU added back evenly among
+    its rounds made them look late, and rank 0's lateness, its waits taken off, no cause of theirs).
+    Rank 0 is the only rank a finding may name, held back by the machine (6 of 7 runs; the seventh,
+    "no rank stands out by more than a machine this busy lets show")."""
+    out = str(tmp_path / "out")
+    job = [*TORCHRUN, script("tp_dp_pairs.py"), "--held-rank", "0", "--burners", "2", "--steps", "36"]
+    assert_ok(npuprof(["--skip-first", "3", "--active", "30", "--output-dir", out, "--", *job], env=env()))
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+    about_ranks = [item for item in report["findings"] if item["kind"] in ("waited_for_rank", "slow_rank")]
+    assert about_ranks == [] and report["job"]["slow_ranks"] == [], slow_rank_evidence(report)
+    held = [item for item in report["findings"] if item["kind"] == "held_back_rank"]
+    assert all(item["ranks"] == [0] for item in held), held
+
+
 @pytest.mark.xdist_group("collective_judge_fsdp")
 def test_an_fsdp2_rank_stalling_before_each_backward_is_named_by_its_rounds_or_each_steps_longest_wait(tmp_path):
     """The others wait for it at one of a step's all-gathers: beside two CPU hogs, counted by rounds

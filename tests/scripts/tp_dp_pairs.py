@@ -6,10 +6,14 @@ Tensor-parallel pairs {0, 1} and {2, 3} all-reduce an activation in each forward
 pairs {0, 2} and {1, 3} all-reduce the gradients after each backward. --slow-rank sleeps --slow-ms
 before its gradients' all-reduce every step (a host-side stall: its data, its logging): its
 data-parallel partner waits for it there, its tensor-parallel partner at the next step's forward.
-Each rank prints ``rank R loss L``.
+--held-rank binds itself to one core beside --burners spinning processes bound there too (a data
+worker pinned beside it, the ranks' CPU binding overlapping): the machine holds it back in every
+step, and its partners wait for it. Each rank prints ``rank R loss L``.
 """
 
 import argparse
+import os
+import subprocess
 import sys
 import time
 
@@ -22,10 +26,17 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--slow-rank", type=int, default=-1)
     parser.add_argument("--slow-ms", type=float, default=0.0)
+    parser.add_argument("--held-rank", type=int, default=-1)
+    parser.add_argument("--burners", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    burners = []
+    if rank == args.held_rank:  # -S: no site, so no profiler's hook in them; they inherit the one core
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        spin = "while True:\n    pass\n"
+        burners = [subprocess.Popen([sys.executable, "-S", "-c", spin]) for _ in range(args.burners)]
     pairs = [dist.new_group([0, 1]), dist.new_group([2, 3])]  # every rank makes every group, in order
     data = [dist.new_group([0, 2]), dist.new_group([1, 3])]
     tensor_group, data_group = pairs[rank // 2], data[rank % 2]
@@ -50,6 +61,9 @@ def main() -> None:
             parameter.grad /= 2
         optimizer.step()
         optimizer.zero_grad()
+    for burner in burners:
+        burner.kill()
+        burner.wait()
     sys.stdout.write(f"rank {rank} loss {loss.item():.10f}\n")
     sys.stdout.flush()
     dist.destroy_process_group()
