@@ -6,7 +6,8 @@ one round: a step's DDP buckets are one (the ranks offer each while they compute
 at the first is late at every one after it), tensor parallelism's all-reduces, which block one after
 another, are a round each. A round waited for the rank that arrived last at its last collective,
 once each rank's own wait for a CPU in that step is taken off its lateness (a busy machine holds
-back one of alike ranks for seconds; a rank with more work of its own is late beyond that). A rank
+back one of alike ranks for seconds; a rank with more work of its own is late beyond that), and its
+waits for other ranks at its other groups since its last collective of this one. A rank
 the rounds waited for more often than chance allows is the one the others wait for. Counting rounds,
 not summing time, keeps one long wait from naming a rank. Each rank's waits are durations on its own
 clock, so hosts whose clocks differ compare alike.
@@ -86,10 +87,11 @@ ONE_STRETCH = "one_stretch"
 #: Not by share alone: a rank with 3x the work waits in proportion (F22: 35 ms a step past the
 #: others, who waited 81 ms for it).
 HELD = "held"
-#: The rounds as they were, no wait for a CPU taken off, waited for it by chance (WAITED_LEVEL):
-#: a held-back rank's step wait taken off evenly lengthens its waits where it was not late too,
-#: and its partner looks late there (held 34 ms before one of four rounds a step: the partner
-#: became the last in 89 of 120, by 4 ms a step).
+#: The rounds as they were, no wait for a CPU or another rank taken off, waited for it by chance
+#: (WAITED_LEVEL): a held-back rank's step wait taken off evenly lengthens its waits where it was
+#: not late too, and its partner looks late there (held 34 ms before one of four rounds a step: the
+#: partner became the last in 89 of 120, by 4 ms a step); a wait taken off where the rank had time
+#: to spare makes its partner look late alike.
 AS_THEY_WERE = "as_they_were"
 
 
@@ -218,7 +220,7 @@ def judge(
                 if held_s >= findings.CPU_EXPLAINS_SHARE * found["wait_per_step_s"]
                 and findings.out_of_proportion(wait_ratio, ran_ratio)
                 else AS_THEY_WERE
-                if cpu and _as_they_were(group, found, tested, alike) >= WAITED_LEVEL
+                if _as_they_were(group, found, tested, alike) >= WAITED_LEVEL
                 else None
             )
         verdict["passed"].extend(passed)
@@ -236,39 +238,6 @@ def judge(
         verdict.update(needed=needed, window_steps=math.ceil(needed / per_step))
     verdict["host"] = slow_host(verdict["named"], hosts, list(waits))
     return verdict
-
-
-def refusal(found: dict[str, Any]) -> str:
-    """Why a rank that passed the test is no finding (its ``why_not``), in words."""
-    why, wait_ms = found["why_not"], found["wait_per_step_s"] * 1e3
-    if why == ONE_STEP:
-        return f"more often than chance in {found['steps_last_often']} of its steps only"
-    if why == ONE_STRETCH:
-        (first, of_first), (second, of_second) = found["halves_last_in"]
-        return (
-            f"in one stretch of it only ({first} of {of_first} rounds in its first half, {second} of {of_second} in "
-            "its second): a rank held back for a while, not one whose work is slower"
-        )
-    if why == WAITED:
-        return (
-            f"it waited itself {found['waited_elsewhere_s'] * 1e3:.1f} ms a step in other collectives (most in "
-            f"{found['waited_in']}), where the others waited {wait_ms:.1f} ms a step longer for it: late because it "
-            "waited for another rank"
-        )
-    if why == HELD:
-        ran = "" if found["ran_ratio"] is None else f" and ran {found['ran_ratio']:.2f}x their time on one"
-        return (
-            f"its stepping thread waited for a CPU {found['cpu_excess_per_step_s'] * 1e3:.1f} ms a step past the "
-            f"others of its group ({found['cpu_wait_ratio']:.1f}x their wait{ran}), where they waited {wait_ms:.1f} "
-            "ms a step for it: the machine held it back, not its work"
-        )
-    if why == AS_THEY_WERE:
-        (rounds, of_rounds), (steps, of_steps) = found["as_they_were"]
-        return (
-            f"with no rank's wait for a CPU taken off, the rounds waited for it in {rounds} of {of_rounds} and each "
-            f"step's widest in {steps} of {of_steps}, no more often than chance: the others' waits made it look late"
-        )
-    return f"the others waited {wait_ms:.2f} ms a step longer, under 1 ms"
 
 
 def _cpu_excess(group: _Group, cpu: CpuWaits, rank: int) -> tuple[float, float]:
@@ -436,9 +405,10 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
     cut into rounds: a collective starts one where its step does, or where every rank of the group
     reached it QUEUE_S after the one before it (in the group, on that rank) was done. A round waited
     for the rank with the least wait in its last collective, each rank's wait made longer by its
-    wait for a CPU in that step (shared evenly among the step's rounds): as if the machine had not
-    held it back. A tie names none. A rank holds a key once (it names one collective of its
-    window)."""
+    wait for a CPU in that step (shared evenly among the step's rounds) and by its waits at groups
+    of other ranks since its last collective of this group in the step (_waited_since): as if the
+    machine and the other ranks had not held it back. A tie names none. A rank holds a key once (it
+    names one collective of its window)."""
     members: dict[str, set[int]] = {}
     seen: dict[str, list[Any]] = {}  # key -> [group, step, how many ranks hold it]
     apart: dict[str, int] = {}  # key -> how many ranks reached it QUEUE_S after the one before was done
@@ -483,13 +453,14 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             ends[keys[-1]] = [1 / group.per_step[seen[keys[0]][1]], math.inf, None, -math.inf, None]
             ends[keys[-1]] += [math.inf, None, -math.inf]  # the same of the waits as they were
         groups.append(group)
+    ranks_of = {name: frozenset(ranks) for name, ranks in members.items()}
     for rank, collectives in waits.items():
-        theirs = cpu.get(rank) or {}
+        theirs, since = cpu.get(rank) or {}, _waited_since(collectives, ranks_of)
         for key, _, step, wait, _ in collectives:
             end = ends.get(key)
             if end is None:
                 continue
-            held = wait + end[0] * theirs.get(step, 0.0)
+            held = wait + end[0] * theirs.get(step, 0.0) + since.get(key, 0.0)
             if held < end[1]:
                 end[1], end[2] = held, rank
             elif held == end[1]:
@@ -524,6 +495,28 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             if end[7] - end[5] > widest_raw.get(step, -math.inf):
                 widest_raw[step], group.worst_raw[step] = end[7] - end[5], end[6]
     return groups
+
+
+def _waited_since(collectives: Sequence[tuple[str, str, int, float, float]], ranks_of: dict[str, frozenset]) -> dict:
+    """What the rank waited in collectives of groups of other ranks since its last collective of a
+    group in the step (or the step's start), by the key of its next one: late there for waiting on
+    another rank, as it is for waiting on a CPU (tried: tp_dp_pairs.py with rank 0 held by the
+    machine and rank 3 stalling: rank 1, late at its data-parallel pair with rank 3 for waiting on
+    rank 0 at their tensor-parallel pair, was the last there as often as rank 3)."""
+    since: dict[str, float] = {}
+    current, total = None, 0.0
+    by_ranks: dict[frozenset, float] = {}
+    last: dict[str, tuple[float, float]] = {}
+    for key, group, step, wait, _ in sorted(collectives, key=lambda one: (one[2], one[4])):
+        if step != current:
+            current, total, by_ranks, last = step, 0.0, {}, {}
+        ranks = ranks_of[group]
+        total_then, own_then = last.get(group, (0.0, 0.0))
+        since[key] = total - total_then - (by_ranks.get(ranks, 0.0) - own_then)
+        total += wait
+        by_ranks[ranks] = by_ranks.get(ranks, 0.0) + wait
+        last[group] = (total, by_ranks[ranks])
+    return since
 
 
 def _effects(group: _Group, waits: Waits, ranks: list[int]) -> dict[int, dict]:

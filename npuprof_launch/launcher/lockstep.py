@@ -15,7 +15,7 @@ the report rows come with ``collective_s``, ``window_s`` and their COLLECTIVES r
 from __future__ import annotations
 
 from npuprof_launch.common import findings, stepstats
-from npuprof_launch.launcher import collectives, cputime, stepwaits, wording
+from npuprof_launch.launcher import collectives, cputime, refusals, stepwaits, wording
 from npuprof_launch.launcher.wording import span_ms as _span_ms
 from npuprof_launch.launcher.wording import wait_ms as _wait_ms
 
@@ -169,7 +169,7 @@ def _by_each(measured: list[dict], each: dict) -> tuple[list[tuple[dict, dict]],
         window = process.get("window_label") or "its window"
         if named["why_not"] is not None:
             head = f"in lockstep, rank {named['rank']} was the last in {_counts(named, each)} in {window}; no finding:"
-            refused.append(f"{head} {collectives.refusal(named)}")
+            refused.append(f"{head} {refusals.text(named)}")
             continue
         if not any(named is kept for kept in each["named"]):
             continue  # the same rank, late in another group too: named once, by its strongest

@@ -13,7 +13,7 @@ import random
 
 from npuprof_launch.common import deliverables, findings, tracecollectives
 from npuprof_launch.inprocess import aftercare
-from npuprof_launch.launcher import collectives, jobview, lockstep, report
+from npuprof_launch.launcher import collectives, jobview, lockstep, refusals, report
 
 Waits = dict[int, list[collectives.Collective]]
 
@@ -168,6 +168,44 @@ def test_each_group_is_matched_apart_and_every_rank_tested_counts_against_the_le
     assert math.isclose(named["p_value"], 8 * 0.25**30), "8 ranks tested in all"
 
 
+def after_forward(group: str, waits: Waits) -> Waits:
+    """A data-parallel pair's collectives ("dp ...") 50 ms into the step, after the tensor-parallel
+    ones of the forward: a rank late at its tensor-parallel pair for waiting in its data-parallel
+    one waited there the step before."""
+    if not group.startswith("dp"):
+        return waits
+    return {rank: [one._replace(start_s=one.start_s + 0.05) for one in found] for rank, found in waits.items()}
+
+
+def test_a_rank_late_at_a_pair_for_waiting_in_another_earlier_in_the_step_is_not_counted_late():
+    """tp_dp_pairs.py, rank 0 held by the machine and rank 3 stalling before the data-parallel
+    all-reduce: rank 1 waits 30 ms for rank 0 at their tensor-parallel pair, and reaches its
+    data-parallel pair with rank 3 only 3 ms before rank 3 does: rank 3 the last there in 24 of 30
+    rounds as they were (p = 0.0057 for 8 ranks: no finding). Rank 1's wait at the other pair, since
+    its last collective of this one, is taken off its lateness as a wait for a CPU is: rank 3 is
+    the last in 30 of 30, and named."""
+
+    def pairs(before: bool) -> Waits:
+        """``before``: rank 1's wait at the tensor-parallel pair before the data-parallel one."""
+        waits: Waits = {rank: [] for rank in range(4)}
+        for group, late in (("tp 0,1", {0: 0.03}), ("dp 1,3", {3: 0.033, 1: 0.03}), ("dp 0,2", {}), ("tp 2,3", {})):
+            ranks = [int(rank) for rank in group[3:].split(",")]
+            found = after_forward(group, waits_of(4, 30, 1, late, seed=len(waits[0]), group=group, only=ranks))
+            for rank, ones in found.items():
+                waits[rank] += (
+                    [one._replace(start_s=one.start_s + 0.1 * (not before)) for one in ones]
+                    if group == "tp 0,1"
+                    else ones
+                )
+        return waits
+
+    verdict = collectives.judge(pairs(before=True))
+    named = {found["rank"]: found for found in verdict["named"]}
+    assert named[3]["group"] == "dp 1,3" and named[3]["last_in"] == 30 and 1 not in named, verdict["passed"]
+    assert named[3]["as_they_were"][0] == [24, 30], named[3]
+    assert 3 not in [found["rank"] for found in collectives.judge(pairs(before=False))["named"]], "its wait after"
+
+
 def test_a_partner_late_because_it_waited_for_the_stalled_rank_in_another_group_is_no_finding():
     """Data-parallel pairs {1, 3} and {0, 2}, tensor-parallel pairs {0, 1} and {2, 3}: rank 3 stalls
     30 ms before the data-parallel all-reduce, so rank 1 waits for it there and reaches its pair's
@@ -177,13 +215,13 @@ def test_a_partner_late_because_it_waited_for_the_stalled_rank_in_another_group_
     pairs["tp 2,3"] = ([2, 3], {3: 0.03})
     waits: Waits = {rank: [] for rank in range(4)}
     for seed, (group, (ranks, late)) in enumerate(pairs.items()):
-        for rank, found in waits_of(4, 30, 1, late, seed=seed, group=group, only=ranks).items():
+        for rank, found in after_forward(group, waits_of(4, 30, 1, late, seed=seed, group=group, only=ranks)).items():
             waits[rank] += found
     verdict = collectives.judge(waits)
     assert [(named["rank"], named["group"]) for named in verdict["named"]] == [(3, "dp 1,3")]
     (partner,) = [found for found in verdict["passed"] if found["rank"] == 1]
     assert partner["why_not"] == collectives.WAITED and partner["waited_in"] == "dp 1,3", partner
-    assert partner["waited_elsewhere_s"] > 0.02 and "waited for another rank" in collectives.refusal(partner)
+    assert partner["waited_elsewhere_s"] > 0.02 and "waited for another rank" in refusals.text(partner)
 
 
 def test_a_partner_is_refused_even_where_the_stalled_rank_falls_short_of_the_test_itself():
@@ -195,7 +233,7 @@ def test_a_partner_is_refused_even_where_the_stalled_rank_falls_short_of_the_tes
     pairs["tp 2,3"] = ([2, 3], {})
     waits: Waits = {rank: [] for rank in range(4)}
     for seed, (group, (ranks, late)) in enumerate(pairs.items()):
-        for rank, found in waits_of(4, 13, 1, late, seed=seed, group=group, only=ranks).items():
+        for rank, found in after_forward(group, waits_of(4, 13, 1, late, seed=seed, group=group, only=ranks)).items():
             if group == "dp 1,3":  # its first step: rank 1 held back instead
                 found = [one._replace(wait_s=0.001 if rank == 1 else 0.03) if one.step == 4 else one for one in found]
             waits[rank] += found
@@ -222,10 +260,10 @@ def test_a_rank_the_machine_held_before_one_of_its_rounds_is_refused_and_its_par
     why = {found["rank"]: found for found in verdict["passed"]}
     assert why[0]["why_not"] == collectives.HELD and math.isclose(why[0]["cpu_excess_per_step_s"], 0.03)
     assert math.isclose(why[0]["cpu_wait_ratio"], 8.5) and why[0]["ran_ratio"] == 1.0
-    assert "the machine held it back" in collectives.refusal(why[0])
+    assert "the machine held it back" in refusals.text(why[0])
     assert why[2]["why_not"] == collectives.AS_THEY_WERE and why[2]["last_in"] > 80, why[2]
     (rounds, _), (steps, _) = why[2]["as_they_were"]
-    assert rounds < 50 and steps < 5 and "made it look late" in collectives.refusal(why[2]), why[2]
+    assert rounds < 50 and steps < 5 and "made it look late" in refusals.text(why[2]), why[2]
 
 
 def test_a_partner_that_waited_for_a_rank_the_machine_held_is_refused_too():
@@ -238,7 +276,7 @@ def test_a_partner_that_waited_for_a_rank_the_machine_held_is_refused_too():
     pairs["dp 1,3"] = ([1, 3], {})
     waits: Waits = {rank: [] for rank in range(4)}
     for seed, (group, (ranks, late)) in enumerate(pairs.items()):
-        for rank, found in waits_of(4, 30, 1, late, seed=seed, group=group, only=ranks).items():
+        for rank, found in after_forward(group, waits_of(4, 30, 1, late, seed=seed, group=group, only=ranks)).items():
             waits[rank] += found
     steps = range(4, 34)
     cpu = {rank: dict.fromkeys(steps, 0.036 if rank == 0 else 0.006) for rank in range(4)}
@@ -247,7 +285,7 @@ def test_a_partner_that_waited_for_a_rank_the_machine_held_is_refused_too():
     assert verdict["named"] == [], verdict["named"]
     (partner,) = [found for found in verdict["passed"] if found["group"] == "tp 2,3"]
     assert partner["rank"] == 2 and partner["why_not"] == collectives.WAITED and partner["waited_in"] == "dp 0,2"
-    assert {found["why_not"] for found in verdict["passed"]} <= {collectives.WAITED, collectives.SLIGHT}
+    assert {found["why_not"] for found in verdict["passed"]} <= {collectives.WAITED, collectives.SLIGHT, "as_they_were"}
 
 
 def test_a_rank_with_more_work_waits_for_a_cpu_in_proportion_and_is_named():
