@@ -25,6 +25,20 @@ def quantile(ordered, q: float) -> float:
     return float(ordered[index])
 
 
+def ratio_among(by_rank, rank: int) -> float | None:
+    """``rank``'s median reading a step over the median of the other ranks' medians, over the steps
+    every rank of ``by_rank`` (rank -> step -> reading) kept; None where one kept none, or none is
+    kept by all."""
+    if rank not in by_rank or any(not readings for readings in by_rank.values()):
+        return None
+    steps = set.intersection(*(set(readings) for readings in by_rank.values()))
+    if not steps:
+        return None
+    medians = {one: quantile(sorted(readings[step] for step in steps), 0.5) for one, readings in by_rank.items()}
+    theirs = quantile(sorted(value for one, value in medians.items() if one != rank), 0.5)
+    return medians[rank] / theirs if theirs > 0 else None
+
+
 def spike_bar(median: float, ratio: float = SPIKE_RATIO) -> float:
     """The least step time that is a spike, against its rank's median (``ratio``: another bar's)."""
     return max(median * ratio, median + SPIKE_MIN_S)

@@ -23,8 +23,8 @@ The input is a list of collectives per rank, ``(key, group, step, wait_s, start_
 whatever the backend: the key is the same collective on every rank (a group and its sequence
 number, or the group, the step and the order in it). common/tracecollectives.py reads them from
 gloo's and NCCL's traces; HCCL's operations would come the same way. Standard library only (and
-common/findings.py), and linear in the collectives: this runs over every rank of a 1024-rank job
-in ``--check``.
+common/findings.py, common/stepstats.py), and linear in the collectives: this runs over every rank
+of a 1024-rank job in ``--check``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from npuprof_launch.common import findings
+from npuprof_launch.common import findings, stepstats
 
 #: A rank is named when chance would make the rounds wait for it that often less than once in a
 #: thousand jobs of alike ranks, after multiplying by the number of ranks tested (Bonferroni: any of
@@ -208,7 +208,8 @@ def judge(
             found["halves_last_in"] = halves = _halves(group, found["rank"], by_steps)
             held_s, wait_ratio = _cpu_excess(group, cpu or {}, found["rank"])
             found.update(cpu_excess_per_step_s=held_s, cpu_wait_ratio=wait_ratio)
-            found["ran_ratio"] = ran_ratio = _ran_ratio(group, ran or {}, found["rank"])
+            theirs = {member: (ran or {}).get(member) or {} for member in group.members}
+            found["ran_ratio"] = ran_ratio = stepstats.ratio_among(theirs, found["rank"])
             found["why_not"] = (
                 ONE_STEP
                 if often <= STEPS_SHARE * len(group.per_step)
@@ -252,19 +253,6 @@ def _cpu_excess(group: _Group, cpu: CpuWaits, rank: int) -> tuple[float, float]:
         for step in group.per_step
     )
     return (own - theirs) / len(group.per_step), own / theirs if theirs > 0 else math.inf
-
-
-def _ran_ratio(group: _Group, ran: CpuWaits, rank: int) -> float | None:
-    """``rank``'s median time on a CPU a step over the median of the others of its group, over the
-    steps each kept (cputime.ran_by_step); None where one kept none."""
-    if any(not ran.get(member) for member in group.members):
-        return None
-    steps = set.intersection(*(set(ran[member]) for member in group.members))
-    if not steps:
-        return None
-    medians = {member: statistics.median(ran[member][step] for step in steps) for member in group.members}
-    theirs = statistics.median(value for member, value in medians.items() if member != rank)
-    return medians[rank] / theirs if theirs > 0 else None
 
 
 def _late_at_all(group: _Group, tested: int, alike: int) -> set[int]:
@@ -487,7 +475,7 @@ def _matched(waits: Waits, cpu: CpuWaits) -> list[_Group]:
             if ends[keys[-1]][6] is not None:
                 group.last_raw[ends[keys[-1]][6]] = group.last_raw.get(ends[keys[-1]][6], 0) + 1
         widest: dict[int, float] = {}
-        widest_raw = widest.copy()
+        widest_raw: dict[int, float] = {}
         for step, laggard, keys in group.rounds:
             end = ends[keys[-1]]
             if end[3] - end[1] > widest.get(step, -math.inf):

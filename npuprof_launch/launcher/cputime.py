@@ -153,14 +153,7 @@ def ratio_of(processes: list[dict], rank: int) -> float | None:
     """``rank``'s median time on a CPU a step over the others' median, over the steps every rank
     kept (ran_of); None where one kept none."""
     ran = ran_of(processes)
-    if not ran or rank not in ran:
-        return None
-    steps = sorted(set.intersection(*(set(times) for times in ran.values())))
-    if not steps:
-        return None
-    medians = {one: stepstats.quantile(sorted(times[step] for step in steps), 0.5) for one, times in ran.items()}
-    theirs = stepstats.quantile(sorted(value for one, value in medians.items() if one != rank), 0.5)
-    return medians[rank] / theirs if theirs > 0 else None
+    return stepstats.ratio_among(ran, rank) if ran else None
 
 
 def each_other(processes: list[dict], rule: str = CPU_TIME) -> bool:
