@@ -6,15 +6,11 @@ wait for it in the all-reduce. Run under torchrun; prints ``rank R loss L`` at t
 
 import argparse
 import os
-import subprocess
-import sys
 import time
 
 import torch
 import torch.distributed as dist
-
-# -S: no site, so no sitecustomize of a profiler in them; they inherit the rank's one core.
-SPIN = "import sys\nsys.stdin.buffer.read(1)\nwhile True:\n    pass\n"
+from jobkit import spinning
 
 
 def main() -> None:
@@ -29,31 +25,19 @@ def main() -> None:
     rank = dist.get_rank()
     cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cores[rank % len(cores)]})
-    burners = []
-    if rank == args.burned_rank:
-        burners = [
-            subprocess.Popen([sys.executable, "-S", "-c", SPIN], stdin=subprocess.PIPE) for _ in range(args.burners)
-        ]
-        for burner in burners:
-            burner.stdin.write(b"x")
-            burner.stdin.flush()
-    torch.manual_seed(0)
-    layers = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(4)])
-    model = torch.nn.parallel.DistributedDataParallel(layers)
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    data = torch.randn(64, 256, generator=torch.Generator().manual_seed(rank))
-    loss = torch.zeros(())
-    try:
+    with spinning(args.burners if rank == args.burned_rank else 0):  # they inherit the rank's one core
+        torch.manual_seed(0)
+        layers = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(4)])
+        model = torch.nn.parallel.DistributedDataParallel(layers)
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+        data = torch.randn(64, 256, generator=torch.Generator().manual_seed(rank))
+        loss = torch.zeros(())
         for _ in range(args.steps):
             time.sleep(args.step_ms / 1000)
             optimizer.zero_grad()
             loss = model(data).square().mean()
             loss.backward()
             optimizer.step()
-    finally:
-        for burner in burners:
-            burner.kill()
-            burner.wait()
     print(f"rank {rank} loss {loss.item():.6f}", flush=True)
     dist.destroy_process_group()
 

@@ -13,30 +13,16 @@ step, and its partners wait for it. Each rank prints ``rank R loss L``.
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 
 import torch
 import torch.distributed as dist
+from jobkit import spinning
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--slow-rank", type=int, default=-1)
-    parser.add_argument("--slow-ms", type=float, default=0.0)
-    parser.add_argument("--held-rank", type=int, default=-1)
-    parser.add_argument("--burners", type=int, default=2)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    burners = []
-    if rank == args.held_rank:  # -S: no site, so no profiler's hook in them; they inherit the one core
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-        spin = "while True:\n    pass\n"
-        burners = [subprocess.Popen([sys.executable, "-S", "-c", spin]) for _ in range(args.burners)]
+def train(args: argparse.Namespace, rank: int) -> torch.Tensor:
+    """The job's steps; the last step's loss."""
     pairs = [dist.new_group([0, 1]), dist.new_group([2, 3])]  # every rank makes every group, in order
     data = [dist.new_group([0, 2]), dist.new_group([1, 3])]
     tensor_group, data_group = pairs[rank // 2], data[rank % 2]
@@ -61,9 +47,24 @@ def main() -> None:
             parameter.grad /= 2
         optimizer.step()
         optimizer.zero_grad()
-    for burner in burners:
-        burner.kill()
-        burner.wait()
+    return loss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--slow-rank", type=int, default=-1)
+    parser.add_argument("--slow-ms", type=float, default=0.0)
+    parser.add_argument("--held-rank", type=int, default=-1)
+    parser.add_argument("--burners", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    if rank == args.held_rank:  # its spinning processes inherit the one core
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    with spinning(args.burners if rank == args.held_rank else 0):
+        loss = train(args, rank)
     sys.stdout.write(f"rank {rank} loss {loss.item():.10f}\n")
     sys.stdout.flush()
     dist.destroy_process_group()
