@@ -77,10 +77,15 @@ def judge(ran: Mapping[int, Mapping[int, float]], *, level: float = LEVEL, each:
 
 
 def _longest(ran: Mapping[int, Mapping[int, float]], steps: list[int], ranks: list[int], medians, tested: int) -> dict:
-    """The rank of ``ranks`` whose thread ran longest in most ``steps``, with its test and effect."""
+    """The rank of ``ranks`` whose thread ran longest in most ``steps``, with its test and effect. A
+    step two ranks tie for the longest counts for none, as a round of collectives does (an NPU whose
+    step trace held no computing, 0.0 a step on every rank, had its first rank "the longest in 12 of
+    12 steps")."""
     counts = dict.fromkeys(ranks, 0)
     for step in steps:
-        counts[max(ranks, key=lambda rank: ran[rank][step])] += 1
+        first, second = sorted(ranks, key=lambda rank: ran[rank][step], reverse=True)[:2]
+        if ran[first][step] > ran[second][step]:
+            counts[first] += 1
     rank = max(ranks, key=lambda one: (counts[one], medians[one]))
     theirs = sorted(medians[one] for one in ranks if one != rank)
     others = stepstats.quantile(theirs, 0.5)

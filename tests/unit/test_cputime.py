@@ -46,6 +46,13 @@ def test_alike_ranks_and_a_window_too_short_name_no_one():
     assert short["steps"] == 3 and short["needed"] == 13
 
 
+def test_a_step_two_ranks_tie_for_the_longest_counts_for_none():
+    """An NPU's step trace with no computing in it: 0.0 a step on every rank. The first rank was
+    "the longest in 12 of 12 steps" (p = 2.4e-07) in the answer's reason; no step counts for it."""
+    top = cputime.judge({rank: dict.fromkeys(range(5, 17), 0.0) for rank in range(4)})["top"]
+    assert top["longest_in"] == 0 and top["p_value"] == 1.0, top
+
+
 def test_two_slow_ranks_are_both_named_and_only_steps_every_rank_holds_are_compared():
     ran = ran_of(8, 30, {1: 1.5, 6: 2.0})
     del ran[0][10]
