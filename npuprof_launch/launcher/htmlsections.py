@@ -90,8 +90,8 @@ def header(report: dict, job: dict) -> str:
                 f'<span class="slowname">{esc(wording.compact_ranks(slow))}</span>',
             )
         )
-    if job.get("spikes"):
-        tiles.append(("spikes (the worst)", _int(len(job["spikes"]))))
+    if job.get("spikes") or job.get("window_spikes"):
+        tiles.append(("spikes (the worst)", _int(len(job.get("spikes") or []) + len(job.get("window_spikes") or []))))
     tile_html = "".join(f'<div class="tile"><div class="v">{v}</div><div class="k">{k}</div></div>' for k, v in tiles)
     return (
         f'<header><h1>npuprof report {badge}</h1><p class="headline">{esc(headline(report, job))}</p>'
@@ -135,7 +135,7 @@ def problems_and_findings(report: dict) -> str:
 
 def spike_table(job: dict) -> str:
     """The worst spikes (jobview.py's), a row each, and what counts as one."""
-    spikes = job.get("spikes") or []
+    spikes = [*(job.get("spikes") or ()), *(job.get("window_spikes") or ())]
     head = '<section id="spikes"><h2>Spikes</h2>'
     if not spikes:
         apart = " counted" if job.get("undecidable_spikes") else ""
@@ -155,6 +155,9 @@ def spike_table(job: dict) -> str:
             where = wording.who(ranks)
         else:
             where = count(spike.get("processes") or 0, "process")
+        if spike.get("window"):  # windowstall.py's: against its window's other steps
+            first, last = spike["window"]
+            where += f" (inside the window of steps {first}-{last}: against its steps {first + 1}-{last})"
         rows.append(
             f'<tr><td class="num">{spike["step"]:,}</td><td>{esc(where)}</td>'
             f'<td class="num">{ms_text(spike["step_s"])}</td>'
@@ -167,8 +170,9 @@ def spike_table(job: dict) -> str:
         f"{stepstats.SPIKE_RATIO:g}x its rank's median or more "
         f"(and {stepstats.SPIKE_MIN_S * 1e3:g} ms longer); the worst "
         f"{findings.SPIKES_SHOWN} are shown. In lockstep one rank's stall spreads to all. Not counted: the first "
-        f"{stepstats.WARMUP_STEPS} timed steps, the profiled steps, and those beside the tool's aftercare that its "
-        "cost may explain (told apart, above).</p></section>\n"
+        f"{stepstats.WARMUP_STEPS} timed steps, the profiled steps (but against their window's own median, "
+        "its first step left out), and those beside the tool's aftercare that its cost may explain (told apart, "
+        "above).</p></section>\n"
     )
 
 

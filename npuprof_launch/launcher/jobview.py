@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from npuprof_launch.common import findings, stepstats, steptimes
-from npuprof_launch.launcher import answer, cputime, heldback, jobend, lockstep, nextruns, periods, wording
+from npuprof_launch.launcher import answer, cputime, heldback, jobend, lockstep, nextruns, periods, windowstall, wording
 
 #: Out of lockstep, the ranks' last this many steps are compared step by step (4 bytes a step read
 #: from each rank's file), and at most this many slow ranks named (the next among the rest each time).
@@ -101,6 +101,7 @@ def summarize(
         "spikes": [],
         "spike_period": None,
         "undecidable_spikes": [],
+        "window_spikes": [],
         "cpu_wait_lines": [],
         "tool_steps": None,
         "window_steps": [],
@@ -147,6 +148,7 @@ def summarize(
     fills = [spike for spike in undecidable if spike.get("cpu_wait") or spike.get("beside_aftercare")]
     job["spike_period"] = periods.of_spikes(job["spikes"], fills, _near(timed, series, job["spikes"]))
     recorded = _recorded_spike(timed, series, median)
+    job["window_spikes"] = windowstall.spikes(timed, series, _stage_of)
     if job["spike_period"]:  # the job's own periodic work: a wait for a CPU in it explains nothing away
         on = set(job["spike_period"]["steps"])
         undecidable = [spike for spike in undecidable if spike["step"] not in on or not spike.get("cpu_wait")]

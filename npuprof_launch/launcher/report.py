@@ -158,7 +158,8 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     ending = failures.ended_item(run, [r for r in records if "unreadable" not in r], bool(said))
     findings.extend([ending] if ending else [])
     findings.extend(stallview.pause_item(pause) for pause in job["pauses"])
-    job["spikes"] = stallview.unexplained(job["spikes"], job["pauses"])  # a pause's step is told as the pause
+    for key in ("spikes", "window_spikes"):  # a pause's step is told as the pause
+        job[key] = stallview.unexplained(job[key], job["pauses"])
     job["slowdowns"], job["undecidable_slowdowns"] = slowdowns.of_processes(processes, output_dir)
     for slowdown in job["slowdowns"]:
         slowdown["recorded"] = slowdowns.recorded(slowdown, job["window_steps"], job["steps"])
@@ -185,7 +186,7 @@ def _build(output_dir: str, run_id: str | None, deep: bool | None, run: dict | N
     findings.extend(_slow_rank_item(slow) for slow in job["slow_ranks"])
     findings.extend(_waited_for_item(once) for once in job["waited_for"])
     findings.extend(_held_back_item(held) for held in job.get("held_back") or ())
-    findings.extend(_spike_item(spike, job) for spike in job["spikes"])
+    findings.extend(_spike_item(spike, job) for spike in job["spikes"] + job["window_spikes"])
     if job.get("spike_period"):
         period = job["spike_period"]
         evidence = {"every": period["every"], **({"near": period["near"]} if period.get("near") else {})}
@@ -533,13 +534,14 @@ def _where(finding: dict, job: dict) -> str:
 
 def _spike_item(spike: dict, job: dict) -> dict:
     stage = f"stage {spike['stage']} " if spike.get("stage") else ""
-    text = f"{stage}step {spike['step']}: {_where(spike, job)}, {spike['vs_median']:.1f}x the median"
-    text += f" ({spike['step_s'] * 1e3:.1f} ms)"
+    text = f"{stage}step {spike['step']}: {_where(spike, job)}, "  # told: inside a window (windowstall.py)
+    text += spike.get("told") or f"{spike['vs_median']:.1f}x the median ({spike['step_s'] * 1e3:.1f} ms)"
     if spike.get("beside_aftercare"):
         text += f", beside npuprof's aftercare of a window (compression, summary): {spike.get('evidence')}"
     if spike.get("cpu_evidence"):
         text += f"; {spike['cpu_evidence']}"
     evidence = {key: spike.get(key) for key in ("step_s", "vs_median", "processes", "test", "stage", "cpu_wait_s")}
+    evidence |= {key: spike[key] for key in ("window", "window_median_s", "waited_for", "waited_s") if key in spike}
     return answer.item("spike", text, spike["ranks"], [spike["step"]], **evidence)
 
 
