@@ -158,3 +158,25 @@ def test_the_tools_own_steps_are_never_the_jobs_spikes(tmp_path):
     for suggestion in report["job"]["suggestions"]:
         assert not 8 <= int(suggestion.split("--skip-first ", 1)[1].split()[0]) + 1 <= 12, suggestion
     assert "step 8:" not in result.stderr
+
+
+def test_a_stall_inside_a_long_window_is_told_against_the_windows_own_steps(tmp_path):
+    """A window's steps are left out of the job's spikes (the profiler works in them): a stall inside
+    a long window was told under --explain only, and by its window's time in collectives the rank
+    that stalled was "the one the others wait for". Now the step is a spike of the window, against
+    its own steps, with the rank the others waited for there, and no rank is named slow for it."""
+    out = str(tmp_path / "out")
+    stall = ["--slow-rank", "-1", "--stall-rank", "1", "--stall-step", "9", "--stall-s", "1.0", "--steps", "16"]
+    job = [*TORCHRUN[:-1], "2", JOB, *stall]
+    result = npuprof(["--skip-first", "3", "--active", "10", "--output-dir", out, "--", *job], env=env())
+    assert_ok(result)
+    code, report = check_json(out)
+    assert code == 0, report["problems"]
+    (spike,) = report["job"]["window_spikes"]
+    assert (spike["step"], spike["ranks"], spike["window"], spike["waited_for"]) == (9, [0, 1], [4, 13], 1), spike
+    assert spike["vs_median"] > 3 and spike["waited_s"] > 0.5, spike
+    (told,) = [item for item in report["findings"] if item["kind"] == "spike"]
+    assert told["steps"] == [9] and told["evidence"]["window"] == [4, 13] and told["evidence"]["waited_for"] == 1
+    assert "step 9: both ranks, " in result.stderr and "the median of its window's steps 5-13" in result.stderr
+    assert "longer for rank 1 there" in result.stderr
+    assert report["job"]["slow_ranks"] == [], slow_rank_evidence(report)

@@ -146,9 +146,11 @@ def summarize(
     # Steps that may be the job's fill in its period: a wait for a CPU's, the aftercare's (a window's
     # recorded step does not: the profiler's cost is in it, 51 ms in a 1.5 ms job's first one)
     fills = [spike for spike in undecidable if spike.get("cpu_wait") or spike.get("beside_aftercare")]
-    job["spike_period"] = periods.of_spikes(job["spikes"], fills, _near(timed, series, job["spikes"]))
+    inside = windowstall.over_bar(timed, series, _stage_of)  # a window's own steps count for a period
+    job["spike_period"] = periods.of_spikes(job["spikes"] + inside, fills, _near(timed, series, job["spikes"]))
     recorded = _recorded_spike(timed, series, median)
-    job["window_spikes"] = windowstall.spikes(timed, series, _stage_of)
+    job["window_spikes"] = windowstall.told(inside, job["spike_period"])
+    windowstall.one_step(job)  # a rank named by its time in collectives that one step's spike holds
     if job["spike_period"]:  # the job's own periodic work: a wait for a CPU in it explains nothing away
         on = set(job["spike_period"]["steps"])
         undecidable = [spike for spike in undecidable if spike["step"] not in on or not spike.get("cpu_wait")]

@@ -38,9 +38,13 @@ def _job(stall_s: float = 1.4, first_s: float = 0.23, cpu_s: float = 0.0, gaps=(
     return rows, series
 
 
+def _told(rows: list, series: dict, period: dict | None = None) -> list[dict]:
+    return windowstall.told(windowstall.over_bar(rows, series, jobview._stage_of), period)
+
+
 def test_a_stall_inside_a_long_window_is_a_spike_of_every_rank_and_names_the_rank_waited_for():
     rows, series = _job()
-    (spike,) = windowstall.spikes(rows, series, jobview._stage_of)
+    (spike,) = _told(rows, series)
     assert (spike["step"], spike["ranks"], spike["window"]) == (21, [0, 1, 2, 3], [4, 33])
     assert spike["vs_median"] > 6 and spike["waited_for"] == 1
     # One collective's margin, not the sum of the step's overlapping ones (1.46 + 0.1 s).
@@ -52,11 +56,11 @@ def test_a_stall_inside_a_long_window_is_a_spike_of_every_rank_and_names_the_ran
 
 def test_the_window_first_step_a_cpu_wait_or_a_short_stall_is_no_spike():
     # The profiler's start is in the window's first step: left out, whatever it took.
-    assert windowstall.spikes(*_job(stall_s=0.0, first_s=2.0), jobview._stage_of) == []
+    assert _told(*_job(stall_s=0.0, first_s=2.0)) == []
     # Twice the window's median: no spike (the bar is 3x).
-    assert windowstall.spikes(*_job(stall_s=0.25), jobview._stage_of) == []
+    assert _told(*_job(stall_s=0.25)) == []
     # Rank 1's own wait for a CPU covers the others' wait for it: the step is a spike, no rank named.
-    (spike,) = windowstall.spikes(*_job(cpu_s=1.5), jobview._stage_of)
+    (spike,) = _told(*_job(cpu_s=1.5))
     assert "waited_for" not in spike and "for rank" not in spike["told"]
 
 
@@ -64,5 +68,48 @@ def test_without_each_collective_the_spike_is_told_and_no_rank_named():
     rows, series = _job()
     for row in rows:
         row.pop(stepwaits.COLLECTIVES)
-    (spike,) = windowstall.spikes(rows, series, jobview._stage_of)
+    (spike,) = _told(rows, series)
     assert spike["step"] == 21 and "waited_for" not in spike
+
+
+def test_steps_of_the_jobs_period_inside_a_window_are_the_period_not_a_spike():
+    """A job evaluating every 10 steps, profiled in steps 4-33: steps 11, 21 and 31 of the window are
+    over its bar, and count for the period (jobview); none is told as a lone spike of the window,
+    unless it is twice the next longest (a stall on top of an evaluation)."""
+    rows, series = _job(stall_s=0.0)
+    for row in rows:
+        for step in (11, 21, 31):
+            series[id(row)].durations[step - 1] += 1.0
+    over = windowstall.over_bar(rows, series, jobview._stage_of)
+    assert sorted(spike["step"] for spike in over) == [11, 21, 31]
+    assert windowstall.told(over, {"every": 10, "steps": [11, 21, 31, 41]}) == []
+    # Without the period they are no finding either: three alike long steps, none alone (a busy
+    # machine's long steps come in families too).
+    assert windowstall.told(over, None) == []
+    for row in rows:
+        series[id(row)].durations[21 - 1] += 2.0
+    (spike,) = windowstall.told(windowstall.over_bar(rows, series, jobview._stage_of), None)
+    assert spike["step"] == 21
+
+
+def test_a_rank_named_by_its_time_in_collectives_that_one_step_spike_holds_is_taken_back():
+    """2 DDP ranks beside a CPU hog, rank 1 sleeping 380 ms in step 20 of a window of steps 4-33:
+    "the one the others wait for" by its window's time in collectives (60 ms against 449 ms), 379 ms
+    of which the others waited for it in step 20: the spike's, not a slow rank's."""
+
+    def job(waited_s: float) -> dict:
+        slow = {"rank": 1, "rule": "total_time", "collective_s": 0.060, "others_collective_s": 0.449}
+        spike = {"step": 20, "waited_for": 1, "waited_s": waited_s}
+        made = {"slow_ranks": [slow], "window_spikes": [spike], "held_back": [], "slow_rank_verdict": {"found": True}}
+        windowstall.one_step(made)
+        return made
+
+    taken = job(0.379)
+    assert taken["slow_ranks"] == [] and taken["slow_rank_verdict"]["spike_step"] == 20
+    assert taken["no_rank_stands_out"] == (
+        "in lockstep, rank 1 spent 60 ms in collectives against 449 ms on the others, but they waited 379 ms of "
+        "that for it in step 20 alone (a spike of that step), not in the window's steps at large"
+    )
+    # A spike that holds less than half the others' extra wait leaves the rank named.
+    kept = job(0.100)
+    assert [slow["rank"] for slow in kept["slow_ranks"]] == [1] and "no_rank_stands_out" not in kept
