@@ -77,3 +77,22 @@ def test_the_job_view_names_it_as_its_own_finding_and_no_rank_stands_out_goes():
     job = jobview.summarize([rank0, rank1])
     assert job["slow_ranks"] == [] and [held["rank"] for held in job["held_back"]] == [1], job
     assert "no_rank_stands_out" not in job
+
+
+def test_a_rank_named_by_its_time_on_a_cpu_that_the_machine_holds_back_is_told_held_back():
+    """Sharing a core costs a thread CPU time too: under a test suite's load, a DDP rank bound to a
+    core with three spinning processes ran 1.21x its peer's time and waited 6.6x as long, and was
+    named "the one the others wait for" by its time on a CPU. Where the held-back rule names the
+    same rank, it is told held back; a rank named by its work (waits in proportion) stays."""
+    noise = random.Random(3)
+    rank0 = row(0, [noise.uniform(0.003, 0.005) for _ in STEPS], ran=0.0066, collective_s=0.122)
+    rank1 = row(1, [noise.uniform(0.025, 0.030) for _ in STEPS], ran=0.0080, collective_s=0.031)
+    named = [{"rank": 1, "method": "collectives", "rule": "cpu_time"}]
+    found, back = heldback.over_cpu_time(named, None, [rank0, rank1], 0.06, lockstep=False)
+    assert found == [] and back is not None and back["rank"] == 1 and back["lockstep"], back
+    # Named by another rule (the rounds of collectives): left as it is, no held-back rank looked for.
+    rounds = [dict(named[0], rule="per_collective")]
+    assert heldback.over_cpu_time(rounds, None, [rank0, rank1], 0.06, lockstep=False) == (rounds, None)
+    # More work, its waits in proportion: named by its time on a CPU, as before.
+    busier = row(1, [noise.uniform(0.005, 0.008) for _ in STEPS], ran=0.0120, collective_s=0.031)
+    assert heldback.over_cpu_time(named, None, [rank0, busier], 0.06, lockstep=False) == (named, None)
