@@ -83,22 +83,22 @@ def judge(group: list[dict], step_s: float | None, lockstep: bool) -> dict | Non
     }
 
 
-def over_cpu_time(
-    found: list[dict], back: dict | None, group: list[dict], step_s: float | None, lockstep: bool
-) -> tuple[list, dict | None]:
-    """The ranks named slow by their time on a CPU alone (``rule`` cpu_time), and the rank held back:
-    a rank the machine holds back (judge's verdict on ``group``) is told so, not named slow, where
-    its time on a CPU named it. Sharing a core costs a thread CPU time too (cache, the scheduler's
-    switches): under a test suite's load, a DDP rank bound to a core with three spinning processes
-    ran 1.21x its peer's time and waited 6.6x as long, and was "the one the others wait for"; a
-    tensor-parallel rank so bound, 1.20x, "the slowest". ``lockstep``: the group's ranks were found
-    in lockstep without a rank named (a rank named by the collectives' rules is in lockstep too).
-    Returns ``(found, back)``, unchanged where a rank was named otherwise or none by its time."""
-    if back is not None or not found or any(one.get("rule") != cputime.CPU_TIME for one in found):
-        return found, back
+def weigh(found: list[dict], group: list[dict], step_s: float | None, lockstep: bool) -> tuple[list, dict | None]:
+    """The ranks of ``group`` named slow (``found``) and the rank held back (judge's), weighed
+    together: where none is named slow, judge's verdict; where the ranks were named by their time on
+    a CPU alone (``rule`` cpu_time) and judge names one of them, that one is told held back, not
+    slow. Sharing a core costs a thread CPU time too (cache, the scheduler's switches): under a test
+    suite's load, a DDP rank bound to a core with three spinning processes ran 1.21x its peer's time
+    and waited 6.6x as long, and was "the one the others wait for"; a tensor-parallel rank so bound,
+    1.20x, "the slowest". ``lockstep``: the group's ranks were found in lockstep without a rank named
+    (a rank named by the collectives' rules is in lockstep too). Returns ``(found, held back)``."""
+    if not found:
+        return found, judge(group, step_s, lockstep)
+    if any(one.get("rule") != cputime.CPU_TIME for one in found):
+        return found, None
     held = judge(group, step_s, lockstep or any(one.get("method") == "collectives" for one in found))
     if held is None or all(one["rank"] != held["rank"] for one in found):
-        return found, back
+        return found, None
     return [one for one in found if one["rank"] != held["rank"]], held
 
 

@@ -125,11 +125,10 @@ def summarize(
             in_lockstep += f" to tell a slow rank; in {once[0]['window']} the others waited for rank {once[0]['rank']}"
         if in_lockstep:
             in_lockstep += lockstep.too_few_text(verdict)
-        reason, back = None, None
+        reason = None
         if not found:
             found, reason = _slow_by_step_times(group, series)
-            back = None if found else heldback.judge(group, median, lockstep=in_lockstep is not None)
-        found, back = heldback.over_cpu_time(found, back, group, median, lockstep=in_lockstep is not None)
+        found, back = heldback.weigh(found, group, median, lockstep=in_lockstep is not None)
         job["held_back"].extend([{**_stage_of(group[0]), **back}] if back else [])
         # In lockstep the ranks' step times are alike by construction: the collectives' reason.
         if not found and not back and (in_lockstep or reason):

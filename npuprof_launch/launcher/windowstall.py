@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from npuprof_launch.common import stepstats
-from npuprof_launch.launcher import periods, stepwaits
+from npuprof_launch.launcher import lockstep, periods, stepwaits
 
 #: A window's steps, its first left out, that give its median: fewer say too little of the rest.
 MIN_STEPS = 4
@@ -118,8 +118,6 @@ def _over(process: dict, steps: Any) -> list[tuple[int, float, float, list[int],
     if steps is None:
         return []
     shift = process.get("step_offset") or 0
-    writing = {int(step) + shift: float(seconds) for step, seconds in process.get("checkpoint_s") or ()}
-    beside = [(first + shift, last + shift) for first, last in steps.tool.aftercare_spans()]
     waits = stepwaits.cpu_wait_by_step(process)
     found = []
     for window in process.get("windows") or ():
@@ -130,7 +128,7 @@ def _over(process: dict, steps: Any) -> list[tuple[int, float, float, list[int],
         for step in range(first + 1, last + 1):
             index = step - shift - steps.first
             if 0 <= index < len(steps.durations):
-                timed.append((step, float(steps.durations[index]) - writing.get(step, 0.0)))
+                timed.append((step, float(steps.durations[index]) - steps.tool.checkpoint_s(step - shift)))
         if len(timed) < MIN_STEPS:
             continue
         ordered = sorted(seconds for _, seconds in timed)
@@ -138,7 +136,7 @@ def _over(process: dict, steps: Any) -> list[tuple[int, float, float, list[int],
         for step, seconds in timed:
             if median <= 0 or seconds <= stepstats.spike_bar(median):
                 continue
-            if step - shift <= 1 + stepstats.WARMUP_STEPS or any(low <= step <= high for low, high in beside):
+            if step - shift <= 1 + stepstats.WARMUP_STEPS or steps.tool.beside_aftercare(step - shift):
                 continue
             if seconds - waits.get(step, 0.0) <= stepstats.spike_bar(median):
                 continue  # its own wait for a CPU explains it
@@ -188,7 +186,7 @@ def one_step(job: dict) -> None:
     spikes = {(spike.get("stage"), spike.get("waited_for")): spike for spike in job.get("window_spikes") or ()}
     for slow in list(job["slow_ranks"]):
         spike = spikes.get((slow.get("stage"), slow["rank"]))
-        if slow.get("rule") != "total_time" or spike is None:
+        if slow.get("rule") != lockstep.TOTAL_TIME or spike is None:
             continue
         extra = slow["others_collective_s"] - slow["collective_s"]
         if spike["waited_s"] < WAITED_SHARE * extra:
@@ -201,6 +199,6 @@ def one_step(job: dict) -> None:
             "not in the window's steps at large"
         )
         if not job["slow_ranks"]:
-            verdict = {"found": False, "reason": reason, "rule": "total_time", "spike_step": spike["step"]}
+            verdict = {"found": False, "reason": reason, "rule": lockstep.TOTAL_TIME, "spike_step": spike["step"]}
             job["slow_rank_verdict"] = verdict
             job["no_rank_stands_out"] = None if job.get("held_back") else reason

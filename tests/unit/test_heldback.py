@@ -88,11 +88,11 @@ def test_a_rank_named_by_its_time_on_a_cpu_that_the_machine_holds_back_is_told_h
     rank0 = row(0, [noise.uniform(0.003, 0.005) for _ in STEPS], ran=0.0066, collective_s=0.122)
     rank1 = row(1, [noise.uniform(0.025, 0.030) for _ in STEPS], ran=0.0080, collective_s=0.031)
     named = [{"rank": 1, "method": "collectives", "rule": "cpu_time"}]
-    found, back = heldback.over_cpu_time(named, None, [rank0, rank1], 0.06, lockstep=False)
+    found, back = heldback.weigh(named, [rank0, rank1], 0.06, lockstep=False)
     assert found == [] and back is not None and back["rank"] == 1 and back["lockstep"], back
     # Named by another rule (the rounds of collectives): left as it is, no held-back rank looked for.
     rounds = [dict(named[0], rule="per_collective")]
-    assert heldback.over_cpu_time(rounds, None, [rank0, rank1], 0.06, lockstep=False) == (rounds, None)
+    assert heldback.weigh(rounds, [rank0, rank1], 0.06, lockstep=False) == (rounds, None)
     # More work, its waits in proportion: named by its time on a CPU, as before.
     busier = row(1, [noise.uniform(0.005, 0.008) for _ in STEPS], ran=0.0120, collective_s=0.031)
-    assert heldback.over_cpu_time(named, None, [rank0, busier], 0.06, lockstep=False) == (named, None)
+    assert heldback.weigh(named, [rank0, busier], 0.06, lockstep=False) == (named, None)

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from npuprof_launch.common import stepstats
 from npuprof_launch.launcher import jobview, stepwaits, windowstall
 
 WINDOW = (4, 33)
@@ -34,7 +35,7 @@ def _job(stall_s: float = 1.4, first_s: float = 0.23, cpu_s: float = 0.0, gaps=(
         row = {"rank": rank, "windows": [{"first_step": WINDOW[0], "last_step": WINDOW[1]}], "cpu_wait": cpu_wait}
         row[stepwaits.COLLECTIVES] = collectives
         rows.append(row)
-        series[id(row)] = SimpleNamespace(first=1, durations=durations, tool=SimpleNamespace(aftercare_spans=list))
+        series[id(row)] = SimpleNamespace(first=1, durations=durations, tool=stepstats.ToolSteps())
     return rows, series
 
 
